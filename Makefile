@@ -1,0 +1,97 @@
+# kubernix build. `make up` installs, builds and starts a cluster; `make test`
+# runs every test. Every target is idempotent and skips up-to-date outputs.
+
+include assets/versions.env
+
+OUT     ?= $(CURDIR)/_output
+BIN     := $(OUT)/bin
+IMAGES  := $(OUT)/images
+GO      ?= go
+export GOFLAGS := -buildvcs=false
+
+K8S_MAJOR := $(patsubst v%,%,$(word 1,$(subst ., ,$(KUBERNETES_VERSION))))
+K8S_MINOR := $(word 2,$(subst ., ,$(KUBERNETES_VERSION)))
+K8S_LDFLAGS := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
+	-X $(p).gitVersion=$(KUBERNETES_VERSION) -X $(p).gitMajor=$(K8S_MAJOR) \
+	-X $(p).gitMinor=$(K8S_MINOR) -X $(p).gitTreeState=clean)
+BUNDLE_DEPS := bundle/go.mod bundle/go.sum assets/versions.env
+
+# The multi-call binary's names: `make bins` links each to it.
+KUBE_NAMES := etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy
+UPSTREAM   := $(BIN)/kube $(BIN)/kubectl $(BIN)/agnhost $(BIN)/containerd \
+	$(BIN)/containerd-shim-runc-v2 $(BIN)/crictl $(BIN)/coredns $(BIN)/pause
+KUBERNIX_SRC := $(shell find cmd pkg assets images -type f 2>/dev/null) go.mod go.sum
+
+.PHONY: all deps bins images build up down test unit integration bench doctor clean fmt vet
+
+all: build
+
+deps:
+	hack/deps.sh
+
+bins: $(UPSTREAM) $(addprefix $(BIN)/,$(KUBE_NAMES))
+
+$(BIN)/kube: $(BUNDLE_DEPS) $(wildcard bundle/cmd/kube/*.go)
+	cd bundle && CGO_ENABLED=0 $(GO) build -ldflags '$(K8S_LDFLAGS)' -o $@ ./cmd/kube
+
+$(addprefix $(BIN)/,$(KUBE_NAMES)): $(BIN)/kube
+	ln -sf kube $@
+
+$(BIN)/kubectl: $(BUNDLE_DEPS)
+	cd bundle && CGO_ENABLED=0 $(GO) build -ldflags '$(K8S_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kubectl
+
+$(BIN)/agnhost: $(BUNDLE_DEPS)
+	cd bundle && CGO_ENABLED=0 $(GO) build -ldflags '-s -w' -o $@ k8s.io/kubernetes/test/images/agnhost
+
+$(BIN)/containerd $(BIN)/containerd-shim-runc-v2 &: assets/versions.env
+	GOBIN=$(BIN) CGO_ENABLED=0 $(GO) install -ldflags '-s -w \
+		-X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION) \
+		-X github.com/containerd/containerd/v2/version.Revision=$(CONTAINERD_VERSION)' \
+		github.com/containerd/containerd/v2/cmd/containerd@$(CONTAINERD_VERSION) \
+		github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$(CONTAINERD_VERSION)
+	touch $(BIN)/containerd $(BIN)/containerd-shim-runc-v2
+
+$(BIN)/crictl: assets/versions.env
+	GOBIN=$(BIN) CGO_ENABLED=0 $(GO) install -ldflags '-s -w \
+		-X sigs.k8s.io/cri-tools/pkg/version.Version=$(CRICTL_VERSION)' \
+		sigs.k8s.io/cri-tools/cmd/crictl@$(CRICTL_VERSION)
+	touch $@
+
+$(BIN)/coredns: assets/versions.env
+	GOBIN=$(BIN) CGO_ENABLED=0 $(GO) install -ldflags '-s -w' github.com/coredns/coredns@$(COREDNS_VERSION)
+	touch $@
+
+$(BIN)/pause: $(wildcard images/pause/*.go)
+	CGO_ENABLED=0 $(GO) build -ldflags '-s -w' -o $@ ./images/pause
+
+images: bins
+	$(GO) run ./hack/mkimage -bin-dir $(BIN) -out $(IMAGES)
+
+build: $(BIN)/kubernix
+
+$(BIN)/kubernix: $(KUBERNIX_SRC)
+	CGO_ENABLED=0 $(GO) build -o $@ ./cmd/kubernix
+
+doctor: build
+	$(BIN)/kubernix doctor
+
+# Until `kubernix up` exists, `make up` prepares the machine and checks it.
+up: deps bins images build
+	$(BIN)/kubernix doctor
+
+fmt:
+	gofmt -l -w cmd pkg assets images hack bundle/cmd
+
+vet:
+	$(GO) vet ./...
+	cd bundle && $(GO) vet ./...
+
+unit:
+	$(GO) test ./...
+
+# Integration tests start real clusters: they need root and the built binaries.
+test: deps bins images build vet
+	KUBERNIX_BIN_DIR=$(BIN) KUBERNIX_IMAGES_DIR=$(IMAGES) $(GO) test -count=1 -timeout 40m ./...
+
+clean:
+	rm -rf $(OUT)

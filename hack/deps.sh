@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# Installs the Debian packages kubernix needs, skipping those already present.
+# Idempotent; a warm run only queries dpkg.
+set -euo pipefail
+
+packages=(
+	runc crun                       # OCI runtimes (containerd's runc v2 shim runs one)
+	containernetworking-plugins     # CNI: bridge, host-local, loopback, portmap -> /usr/lib/cni
+	iptables iproute2 conntrack     # kube-proxy, node networking
+	util-linux                      # nsenter, unshare, mount
+	busybox-static                  # the shell and tools in the built-in agnhost image
+	rootlesskit slirp4netns uidmap  # rootless mode
+)
+missing=()
+for p in "${packages[@]}"; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]} == 0)); then
+	exit 0
+fi
+if [[ $(id -u) -ne 0 ]]; then
+	echo "missing Debian packages: ${missing[*]}" >&2
+	echo "install them with: sudo apt-get install -y ${missing[*]}" >&2
+	exit 1
+fi
+echo "installing: ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

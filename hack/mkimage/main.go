@@ -1,0 +1,128 @@
+// Command mkimage builds kubernix's built-in container images (see
+// pkg/images) from the static binaries in a bin dir:
+//
+//	go run ./hack/mkimage -bin-dir _output/bin -out _output/images [names...]
+//
+// With no names it builds them all. An image whose tarball is newer than its
+// inputs (binary and extra files) and carries the right tag is left alone, so
+// a warm run does nothing. It prints one line per image: what it did, the
+// ref, the image ID (config digest), the tarball's size and path.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+
+	"github.com/kubernix/kubernix/pkg/images"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Stdout, os.Stderr, os.Args[1:]); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "mkimage:", err)
+		}
+		stop()
+		os.Exit(1)
+	}
+}
+
+// options are mkimage's flags.
+type options struct {
+	binDir  string
+	outDir  string
+	busybox string
+	force   bool
+}
+
+// run is mkimage: it parses args, then builds the images they name.
+func run(ctx context.Context, stdout, stderr io.Writer, args []string) error {
+	var o options
+	fs := flag.NewFlagSet("mkimage", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.binDir, "bin-dir", "_output/bin", "directory holding the static binaries")
+	fs.StringVar(&o.outDir, "out", "_output/images", "directory to write the image tarballs to")
+	fs.StringVar(&o.busybox, "busybox", images.BusyboxSource, "static busybox binary for the agnhost image (Debian package "+images.BusyboxPackage+")")
+	fs.BoolVar(&o.force, "force", false, "rebuild images that are up to date")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: mkimage [flags] [%s]\n", strings.Join(names(images.Builtins()), " | "))
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return err
+	}
+	selected, err := selectBuiltins(fs.Args())
+	if err != nil {
+		return err
+	}
+	for _, b := range selected {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if err := makeImage(b.WithSource(images.BusyboxSource, o.busybox), o, stdout); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// makeImage builds one image unless it is up to date, and prints its line.
+func makeImage(b images.Builtin, o options, stdout io.Writer) error {
+	out := filepath.Join(o.outDir, b.FileName())
+	verb := "up-to-date"
+	fresh, err := images.UpToDate(b, o.binDir, out)
+	if err != nil {
+		return fmt.Errorf("image %s: %w", b.Name, err)
+	}
+	if o.force || !fresh {
+		if err := images.Build(b, o.binDir, out); err != nil {
+			return err
+		}
+		verb = "built"
+	}
+	info, err := images.Inspect(out)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "%-10s %-50s %s %7.1f MiB %s\n", verb, b.Ref, info.ID, float64(info.Size)/(1<<20), out)
+	return nil
+}
+
+// selectBuiltins returns the builtins with the given names, or all of them.
+func selectBuiltins(args []string) ([]images.Builtin, error) {
+	all := images.Builtins()
+	if len(args) == 0 {
+		return all, nil
+	}
+	var selected []images.Builtin
+	var unknown []string
+	for _, n := range args {
+		b, ok := images.Lookup(n)
+		if !ok {
+			unknown = append(unknown, n)
+			continue
+		}
+		selected = append(selected, b)
+	}
+	if len(unknown) > 0 {
+		return nil, fmt.Errorf("unknown image %s; known: %s", strings.Join(unknown, ", "), strings.Join(names(all), ", "))
+	}
+	return selected, nil
+}
+
+func names(bs []images.Builtin) []string {
+	var ns []string
+	for _, b := range bs {
+		ns = append(ns, b.Name)
+	}
+	return ns
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/kubernix/kubernix/pkg/images"
+)
+
+func TestRun(t *testing.T) {
+	dir := t.TempDir()
+	binDir := filepath.Join(dir, "bin")
+	outDir := filepath.Join(dir, "images")
+	busybox := filepath.Join(dir, "busybox")
+	if err := os.Mkdir(binDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{busybox, filepath.Join(binDir, "pause"), filepath.Join(binDir, "coredns"), filepath.Join(binDir, "agnhost")} {
+		if err := os.WriteFile(p, []byte("fake "+filepath.Base(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	common := []string{"-bin-dir", binDir, "-out", outDir, "-busybox", busybox}
+
+	// The steps run in order: each sees the images the ones before built.
+	steps := []struct {
+		name    string
+		args    []string
+		want    []string // one prefix per output line
+		wantErr string
+	}{
+		{name: "cold", args: common, want: []string{"built registry.k8s.io/pause:3.10.2", "built registry.k8s.io/coredns/coredns:v1.14.6", "built registry.k8s.io/e2e-test-images/agnhost:2.66.1"}},
+		{name: "warm", args: common, want: []string{"up-to-date registry.k8s.io/pause:3.10.2", "up-to-date registry.k8s.io/coredns/coredns:v1.14.6", "up-to-date registry.k8s.io/e2e-test-images/agnhost:2.66.1"}},
+		{name: "forced by name", args: append(append([]string{}, common...), "-force", "coredns"), want: []string{"built registry.k8s.io/coredns/coredns:v1.14.6"}},
+		{name: "unknown name", args: append(append([]string{}, common...), "pause", "nope"), wantErr: "unknown image nope; known: pause, coredns, agnhost"},
+		{name: "no busybox", args: []string{"-bin-dir", binDir, "-out", t.TempDir(), "-busybox", filepath.Join(dir, "none"), "agnhost"}, wantErr: images.BusyboxPackage},
+	}
+	for _, s := range steps {
+		var stdout, stderr bytes.Buffer
+		err := run(context.Background(), &stdout, &stderr, s.args)
+		if s.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), s.wantErr) {
+				t.Errorf("%s: error %v, want one containing %q", s.name, err, s.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+		if len(lines) != len(s.want) {
+			t.Fatalf("%s: output %q, want %d lines", s.name, stdout.String(), len(s.want))
+		}
+		for i, want := range s.want {
+			if got := strings.Join(strings.Fields(lines[i]), " "); !strings.HasPrefix(got, want+" sha256:") {
+				t.Errorf("%s: line %q, want it to start with %q and the image ID", s.name, lines[i], want)
+			}
+		}
+	}
+}

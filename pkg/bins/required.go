@@ -1,0 +1,39 @@
+package bins
+
+import "github.com/kubernix/kubernix/assets"
+
+const makeBins = "run `make bins` in the kubernix source tree (builds it into _output/bin), or pass --bin-dir"
+
+// Required lists the binaries a cluster needs, with the versions pinned in
+// assets/versions.env.
+func Required() []Binary {
+	k8s := assets.Version("KUBERNETES_VERSION")
+	ctrd := assets.Version("CONTAINERD_VERSION")
+	kube := func(name string) Binary {
+		return Binary{Name: name, VersionArgs: []string{"--version"}, Want: "Kubernetes " + k8s, Hint: makeBins}
+	}
+	return []Binary{
+		{Name: "etcd", VersionArgs: []string{"--version"}, Want: "etcd Version: 3.", Hint: makeBins},
+		kube("kube-apiserver"),
+		kube("kube-controller-manager"),
+		kube("kube-scheduler"),
+		kube("kubelet"),
+		kube("kube-proxy"),
+		{Name: "kubectl", VersionArgs: []string{"version", "--client"}, Want: k8s, Hint: makeBins},
+		{Name: "containerd", VersionArgs: []string{"--version"}, Want: ctrd, Hint: makeBins},
+		{Name: "containerd-shim-runc-v2", VersionArgs: []string{"-v"}, Want: ctrd, Hint: makeBins},
+		{Name: "runc", VersionArgs: []string{"--version"}, Hint: "apt-get install runc"},
+		{Name: "crictl", VersionArgs: []string{"--version"}, Optional: true, Hint: makeBins},
+		{Name: "crun", VersionArgs: []string{"--version"}, Optional: true, Hint: "apt-get install crun (optional: runc is used otherwise)"},
+		{Name: "iptables", VersionArgs: []string{"--version"}, Hint: "apt-get install iptables"},
+		{Name: "ip", VersionArgs: []string{"-V"}, Hint: "apt-get install iproute2"},
+		{Name: "conntrack", VersionArgs: []string{"--version"}, Optional: true, Hint: "apt-get install conntrack (kube-proxy flushes stale UDP entries with it)"},
+	}
+}
+
+// CNIPlugins are the CNI plugin executables kubernix's CNI config uses.
+var CNIPlugins = []string{"bridge", "host-local", "loopback", "portmap"}
+
+// CNIDirs are searched, in order, for the CNI plugins; Debian's
+// containernetworking-plugins installs them into /usr/lib/cni.
+var CNIDirs = []string{"/usr/lib/cni", "/opt/cni/bin"}

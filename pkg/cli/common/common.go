@@ -1,0 +1,87 @@
+// Package common holds what every kubernix verb shares: the I/O streams, the
+// logger and the loading of the effective config from flags and environment.
+package common
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+
+	"github.com/kubernix/kubernix/pkg/config"
+)
+
+// Streams are the standard streams a command reads and writes.
+type Streams struct {
+	In       io.Reader
+	Out, Err io.Writer
+}
+
+// Env is handed to every verb's constructor.
+type Env struct {
+	Streams Streams
+	// Flags binds the config flags (persistent on the root command).
+	Flags *config.Flags
+	// Environ is the process environment as KEY=VALUE strings.
+	Environ []string
+	// Verbose is the number of -v flags given.
+	Verbose *int
+}
+
+// Config loads the effective config from the --config file, KUBERNIX_*
+// variables and flags, and validates it. Errors wrap config.ErrInvalid.
+func (e *Env) Config() (config.Config, error) {
+	cfg, err := config.Load(e.Flags, e.Environ)
+	if err != nil {
+		return cfg, err
+	}
+	return cfg, cfg.Validate()
+}
+
+// Logger returns a slog.Logger on the error stream at the config's level and
+// format; each -v lowers the level by one step (info -> debug).
+func (e *Env) Logger(cfg config.Config) *slog.Logger {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
+		level = slog.LevelInfo
+	}
+	if e.Verbose != nil {
+		level -= slog.Level(4 * *e.Verbose)
+	}
+	opts := &slog.HandlerOptions{Level: level}
+	if cfg.LogFormat == "json" {
+		return slog.New(slog.NewJSONHandler(e.Streams.Err, opts))
+	}
+	return slog.New(slog.NewTextHandler(e.Streams.Err, opts))
+}
+
+// ExitError carries a process exit code other than 1 through cobra.
+type ExitError struct {
+	Code int
+	Err  error
+}
+
+func (e *ExitError) Error() string { return e.Err.Error() }
+func (e *ExitError) Unwrap() error { return e.Err }
+
+// ExitCode maps an error from a verb to the process exit code: 0 for nil, 2
+// for invalid configuration or usage, an ExitError's Code, else 1.
+func ExitCode(err error) int {
+	var exit *ExitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &exit):
+		return exit.Code
+	case errors.Is(err, config.ErrInvalid):
+		return 2
+	}
+	return 1
+}
+
+// Fprintf writes to w, ignoring the error as fmt.Printf callers do.
+func Fprintf(w io.Writer, format string, args ...any) { _, _ = fmt.Fprintf(w, format, args...) }
+
+// DefaultStreams are the process's own standard streams.
+func DefaultStreams() Streams { return Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr} }

@@ -1,0 +1,37 @@
+// Package doctor implements `kubernix doctor`.
+package doctor
+
+import (
+	"errors"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubernix/kubernix/pkg/bins"
+	"github.com/kubernix/kubernix/pkg/cli/common"
+	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/doctor"
+)
+
+// NewCommand returns `kubernix doctor`: for each required binary its path
+// and version, or where it looked and how to get it; then the host checks.
+// It exits 1 when a required check fails.
+func NewCommand(env *common.Env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "doctor",
+		Short: "Check the binaries and the host a cluster needs",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := config.Load(env.Flags, env.Environ)
+			if err != nil {
+				return err
+			}
+			report, _ := doctor.Check(cmd.Context(), bins.NewFinder(cfg.BinDir), cfg.CNIDir)
+			report.Print(env.Streams.Out)
+			if report.Failed() {
+				return &common.ExitError{Code: 1, Err: errors.New("required checks failed (see FAIL lines above)")}
+			}
+			common.Fprintf(env.Streams.Out, "all required checks passed\n")
+			return nil
+		},
+	}
+}

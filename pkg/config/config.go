@@ -1,0 +1,188 @@
+// Package config holds kubernix's cluster configuration: its defaults, the
+// sources it is read from (a TOML file, KUBERNIX_* environment variables and
+// command-line flags, later sources winning), the values derived from it (the
+// CIDR split, node names, per-node paths) and its validation.
+package config
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+)
+
+// Executor names accepted by Config.Executor.
+const (
+	// ExecutorAuto lets kubernix choose: process for one node, container for more.
+	ExecutorAuto = ""
+	// ExecutorProcess runs a node's containerd, kubelet and kube-proxy in the host's namespaces.
+	ExecutorProcess = "process"
+	// ExecutorContainer runs each node in its own network, mount and UTS namespaces.
+	ExecutorContainer = "container"
+)
+
+// Defaults of the settings that have one.
+const (
+	DefaultName             = "kubernix"
+	DefaultCIDR             = "10.10.0.0/16"
+	DefaultNodeCIDRMaskSize = 24
+	DefaultAPIServerPort    = 6443
+	DefaultClusterDomain    = "cluster.local"
+	// MaxNodes bounds Config.Nodes; each node costs roughly 300 MB of RSS.
+	MaxNodes = 50
+)
+
+// Config is the effective configuration of one cluster. The zero value is
+// not useful: start from Default and call Resolve once every source is
+// applied. The toml tags are the keys of the --config file; each key K is
+// also read from the environment variable KUBERNIX_<K in upper case>.
+type Config struct {
+	// Name of the cluster: a DNS label. The kubeconfig context is "kubernix-<Name>".
+	Name string `toml:"name" flag:"name" usage:"cluster name (a DNS label); the kubeconfig context is kubernix-<name>"`
+	// StateDir holds everything the cluster writes: PKI, data, logs, per-node
+	// directories. Empty means /var/lib/kubernix/<name> for root and
+	// $XDG_DATA_HOME/kubernix/<name> (~/.local/share/...) for other users.
+	StateDir string `toml:"state_dir" flag:"state-dir" alias:"root" usage:"state directory (default /var/lib/kubernix/<name>, or ~/.local/share/kubernix/<name> when not root)"`
+	// BinDir is searched first for the upstream binaries; empty means skip it.
+	BinDir string `toml:"bin_dir" flag:"bin-dir" usage:"directory searched first for etcd, kube-apiserver, containerd, ... (then _output/bin beside kubernix, then PATH)"`
+	// CNIDir holds the CNI plugins (bridge, host-local, loopback, portmap);
+	// empty means the first of /usr/lib/cni and /opt/cni/bin that has them.
+	CNIDir string `toml:"cni_dir" flag:"cni-dir" usage:"directory of the CNI plugins (default /usr/lib/cni or /opt/cni/bin)"`
+	// Nodes is the number of worker nodes, 1..MaxNodes.
+	Nodes int `toml:"nodes" flag:"nodes" usage:"number of nodes"`
+	// Executor decides how node processes run: "" (auto), "process" or "container".
+	Executor string `toml:"executor" flag:"executor" usage:"how nodes run: process (host namespaces) or container (a sandbox per node); default process for 1 node, container for more"`
+	// CIDR is the whole cluster address range (IPv4). Unset NodeCIDR,
+	// ServiceCIDR and ClusterCIDR are carved out of it, see Resolve.
+	CIDR string `toml:"cidr" flag:"cidr" usage:"IPv4 range the node network, service CIDR and cluster (pod) CIDR are carved from"`
+	// NodeCIDR is the node network: the cluster bridge's host address is its
+	// first address, node i gets the (i+2)th.
+	NodeCIDR string `toml:"node_cidr" flag:"node-cidr" usage:"node network (default: first /24 of --cidr)"`
+	// ServiceCIDR is the Service ClusterIP range (kube-apiserver --service-cluster-ip-range).
+	ServiceCIDR string `toml:"service_cidr" flag:"service-cidr" usage:"Service ClusterIP range (default: second /20 of --cidr)"`
+	// ClusterCIDR is the pod range; node i gets its i-th subnet of size NodeCIDRMaskSize.
+	ClusterCIDR string `toml:"cluster_cidr" flag:"cluster-cidr" usage:"pod range split into one pod CIDR per node (default: upper half of --cidr)"`
+	// NodeCIDRMaskSize is the prefix length of each node's pod CIDR (kube-controller-manager --node-cidr-mask-size).
+	NodeCIDRMaskSize int `toml:"node_cidr_mask_size" flag:"node-cidr-mask-size" usage:"prefix length of each node's pod CIDR"`
+	// APIServerPort is the kube-apiserver's secure port (TCP).
+	APIServerPort int `toml:"apiserver_port" flag:"apiserver-port" usage:"kube-apiserver secure port"`
+	// ClusterDomain is the DNS domain of Services (kubelet clusterDomain, CoreDNS zone).
+	ClusterDomain string `toml:"cluster_domain" flag:"cluster-domain" usage:"DNS domain of Services"`
+	// Addons to deploy once the nodes are Ready; known: "coredns".
+	Addons []string `toml:"addons" flag:"addons" usage:"addons to deploy (known: coredns; empty for none)"`
+	// LogLevel of kubernix itself: debug, info, warn or error.
+	LogLevel string `toml:"log_level" flag:"log-level" usage:"log level: debug, info, warn, error"`
+	// LogFormat of kubernix itself: text or json.
+	LogFormat string `toml:"log_format" flag:"log-format" usage:"log format: text or json"`
+	// Shell is the shell `up` starts in the foreground with the cluster's
+	// environment (kubernix env), when standard input is a terminal; the
+	// cluster goes down when it exits. Empty means $SHELL.
+	Shell string `toml:"shell" flag:"shell" usage:"shell started by a foreground up on a terminal (default $SHELL)"`
+	// NoShell keeps a foreground `up` from starting Shell.
+	NoShell bool `toml:"no_shell" flag:"no-shell" usage:"do not start a shell in a foreground up"`
+}
+
+// Default returns the defaults of every setting. Values that depend on other
+// settings (StateDir, the CIDR split) stay empty until Resolve.
+func Default() Config {
+	return Config{
+		Name:             DefaultName,
+		Nodes:            1,
+		CIDR:             DefaultCIDR,
+		NodeCIDRMaskSize: DefaultNodeCIDRMaskSize,
+		APIServerPort:    DefaultAPIServerPort,
+		ClusterDomain:    DefaultClusterDomain,
+		Addons:           []string{"coredns"},
+		LogLevel:         "info",
+		LogFormat:        "text",
+	}
+}
+
+// Resolve fills the settings derived from others, after every source is
+// applied: StateDir from Name and the user, and the node network, service
+// CIDR and cluster CIDR from CIDR (prefix p): the first /max(p+8,24), the
+// second /(p+4) and the upper half /(p+1). It leaves a value it cannot
+// derive (say, from an invalid CIDR) empty for Validate to report.
+func (c *Config) Resolve() {
+	if c.StateDir == "" && c.Name != "" {
+		c.StateDir = defaultStateDir(c.Name)
+	}
+	if c.StateDir != "" {
+		if abs, err := filepath.Abs(c.StateDir); err == nil {
+			c.StateDir = abs
+		}
+	}
+	if c.BinDir != "" {
+		if abs, err := filepath.Abs(c.BinDir); err == nil {
+			c.BinDir = abs
+		}
+	}
+	if c.Shell == "" {
+		c.Shell = os.Getenv("SHELL")
+	}
+	whole, err := netip.ParsePrefix(c.CIDR)
+	if err != nil || !whole.Addr().Is4() || whole.Bits() > 20 {
+		return
+	}
+	whole = whole.Masked()
+	if c.NodeCIDR == "" {
+		c.NodeCIDR = mustSubnet(whole, max(whole.Bits()+8, 24), 0).String()
+	}
+	if c.ServiceCIDR == "" {
+		c.ServiceCIDR = mustSubnet(whole, whole.Bits()+4, 1).String()
+	}
+	if c.ClusterCIDR == "" {
+		c.ClusterCIDR = mustSubnet(whole, whole.Bits()+1, 1).String()
+	}
+}
+
+func defaultStateDir(name string) string {
+	if os.Geteuid() == 0 {
+		return filepath.Join("/var/lib/kubernix", name)
+	}
+	data := os.Getenv("XDG_DATA_HOME")
+	if data == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			home = os.TempDir()
+		}
+		data = filepath.Join(home, ".local", "share")
+	}
+	return filepath.Join(data, "kubernix", name)
+}
+
+// ContextName is the kubeconfig context (and cluster and user) name of the cluster.
+func (c *Config) ContextName() string { return "kubernix-" + c.Name }
+
+// NodeName is the Kubernetes node name (and hostname) of node i, counted from 0.
+func (c *Config) NodeName(i int) string { return c.Name + "-node-" + strconv.Itoa(i) }
+
+// NodeNames lists NodeName(i) for every node.
+func (c *Config) NodeNames() []string {
+	names := make([]string, c.Nodes)
+	for i := range names {
+		names[i] = c.NodeName(i)
+	}
+	return names
+}
+
+// EffectiveExecutor resolves ExecutorAuto: process for one node, container for more.
+func (c *Config) EffectiveExecutor() string {
+	if c.Executor != ExecutorAuto {
+		return c.Executor
+	}
+	if c.Nodes > 1 {
+		return ExecutorContainer
+	}
+	return ExecutorProcess
+}
+
+// String renders the config as its TOML file would read.
+func (c Config) String() string {
+	b, err := Marshal(c)
+	if err != nil {
+		return fmt.Sprintf("%+v", struct{ Config }{c})
+	}
+	return string(b)
+}

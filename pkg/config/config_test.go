@@ -1,0 +1,316 @@
+package config
+
+import (
+	"errors"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/spf13/pflag"
+)
+
+func TestSubnet(t *testing.T) {
+	tests := []struct {
+		in      string
+		bits    int
+		index   int
+		want    string
+		wantErr bool
+	}{
+		{"10.10.0.0/16", 24, 0, "10.10.0.0/24", false},
+		{"10.10.0.0/16", 20, 1, "10.10.16.0/20", false},
+		{"10.10.0.0/16", 17, 1, "10.10.128.0/17", false},
+		{"10.10.128.0/17", 24, 2, "10.10.130.0/24", false},
+		{"10.10.128.0/17", 24, 127, "10.10.255.0/24", false},
+		{"10.10.128.0/17", 24, 128, "", true},
+		{"10.10.0.0/16", 15, 0, "", true},
+		{"10.10.0.0/16", 33, 0, "", true},
+		{"10.10.0.0/16", 24, -1, "", true},
+		{"fd00::/48", 64, 3, "fd00:0:0:3::/64", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in+"/"+tt.want, func(t *testing.T) {
+			got, err := Subnet(netip.MustParsePrefix(tt.in), tt.bits, tt.index)
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("Subnet(%s, %d, %d) error = %v, wantErr %v", tt.in, tt.bits, tt.index, err, tt.wantErr)
+			}
+			if err == nil && got.String() != tt.want {
+				t.Errorf("Subnet(%s, %d, %d) = %s, want %s", tt.in, tt.bits, tt.index, got, tt.want)
+			}
+		})
+	}
+}
+
+func TestResolveSplitsCIDR(t *testing.T) {
+	tests := []struct {
+		cidr                   string
+		node, service, cluster string
+		maxNodes               int
+	}{
+		{"10.10.0.0/16", "10.10.0.0/24", "10.10.16.0/20", "10.10.128.0/17", 128},
+		{"172.20.0.0/12", "172.16.0.0/24", "172.17.0.0/16", "172.24.0.0/13", 253},
+		{"10.200.0.0/20", "10.200.0.0/28", "10.200.1.0/24", "10.200.8.0/21", 8},
+		{"10.10.0.0/24", "", "", "", 0}, // too small to derive from
+		{"bogus", "", "", "", 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.cidr, func(t *testing.T) {
+			c := Default()
+			c.StateDir = t.TempDir()
+			c.CIDR = tt.cidr
+			c.Resolve()
+			if c.NodeCIDR != tt.node || c.ServiceCIDR != tt.service || c.ClusterCIDR != tt.cluster {
+				t.Fatalf("split %s = node %q service %q cluster %q, want %q %q %q", tt.cidr, c.NodeCIDR, c.ServiceCIDR, c.ClusterCIDR, tt.node, tt.service, tt.cluster)
+			}
+			if tt.node == "" {
+				return
+			}
+			n, err := c.Network()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := n.MaxNodes(); got != tt.maxNodes {
+				t.Errorf("MaxNodes = %d, want %d", got, tt.maxNodes)
+			}
+		})
+	}
+}
+
+func TestNetworkAddresses(t *testing.T) {
+	c := Default()
+	c.StateDir = t.TempDir()
+	c.Resolve()
+	n, err := c.Network()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		got  func() (string, error)
+		want string
+	}{
+		{"bridge", func() (string, error) { return n.BridgeIP().String(), nil }, "10.10.0.1"},
+		{"node 0", func() (string, error) { a, err := n.NodeIP(0); return a.String(), err }, "10.10.0.2"},
+		{"node 2", func() (string, error) { a, err := n.NodeIP(2); return a.String(), err }, "10.10.0.4"},
+		{"pod CIDR 0", func() (string, error) { p, err := n.PodCIDR(0); return p.String(), err }, "10.10.128.0/24"},
+		{"pod CIDR 2", func() (string, error) { p, err := n.PodCIDR(2); return p.String(), err }, "10.10.130.0/24"},
+		{"kubernetes service", func() (string, error) { return n.KubernetesServiceIP().String(), nil }, "10.10.16.1"},
+		{"DNS service", func() (string, error) { return n.DNSServiceIP().String(), nil }, "10.10.16.10"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := tt.got()
+			if err != nil || got != tt.want {
+				t.Errorf("= %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+	if _, err := n.NodeIP(300); err == nil {
+		t.Error("NodeIP(300) in a /24: want an error")
+	}
+}
+
+// load parses args as flags and loads the config from them, env and file.
+func load(t *testing.T, args []string, env []string) (Config, error) {
+	t.Helper()
+	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
+	flags := NewFlags(fs)
+	if err := fs.Parse(args); err != nil {
+		return Config{}, err
+	}
+	return Load(flags, env)
+}
+
+func TestLoadPrecedence(t *testing.T) {
+	dir := t.TempDir()
+	file := filepath.Join(dir, "k.toml")
+	if err := os.WriteFile(file, []byte("nodes = 2\nname = \"fromfile\"\nlog_level = \"warn\"\naddons = []\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name  string
+		args  []string
+		env   []string
+		check func(Config) string
+	}{
+		{"defaults", nil, nil, func(c Config) string {
+			if c.Nodes != 1 || c.Name != "kubernix" || c.CIDR != DefaultCIDR || len(c.Addons) != 1 {
+				return "defaults not applied"
+			}
+			return ""
+		}},
+		{"file over defaults", []string{"--config", file}, nil, func(c Config) string {
+			if c.Nodes != 2 || c.Name != "fromfile" || c.LogLevel != "warn" || len(c.Addons) != 0 {
+				return "file not applied"
+			}
+			return ""
+		}},
+		{"env over file", []string{"--config", file}, []string{"KUBERNIX_NODES=3", "KUBERNIX_ADDONS=coredns", "OTHER=1"}, func(c Config) string {
+			if c.Nodes != 3 || c.Name != "fromfile" || len(c.Addons) != 1 {
+				return "env not applied over file"
+			}
+			return ""
+		}},
+		{"flag over env", []string{"--config", file, "--nodes", "4"}, []string{"KUBERNIX_NODES=3"}, func(c Config) string {
+			if c.Nodes != 4 {
+				return "flag not applied over env"
+			}
+			return ""
+		}},
+		{"config file from env", nil, []string{"KUBERNIX_CONFIG=" + file}, func(c Config) string {
+			if c.Name != "fromfile" {
+				return "KUBERNIX_CONFIG not read"
+			}
+			return ""
+		}},
+		{"--root alias", []string{"--root", dir}, nil, func(c Config) string {
+			if c.StateDir != dir {
+				return "--root not an alias of --state-dir"
+			}
+			return ""
+		}},
+		{"derived state dir", []string{"--name", "abc"}, nil, func(c Config) string {
+			if filepath.Base(c.StateDir) != "abc" || !filepath.IsAbs(c.StateDir) {
+				return "state dir not derived from name: " + c.StateDir
+			}
+			return ""
+		}},
+		{"explicit cluster CIDR kept", []string{"--cluster-cidr", "10.99.0.0/16"}, nil, func(c Config) string {
+			if c.ClusterCIDR != "10.99.0.0/16" || c.ServiceCIDR != "10.10.16.0/20" {
+				return "explicit CIDR lost"
+			}
+			return ""
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := load(t, tt.args, tt.env)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if msg := tt.check(c); msg != "" {
+				t.Errorf("%s: got %+v", msg, c)
+			}
+		})
+	}
+}
+
+func TestLoadErrors(t *testing.T) {
+	dir := t.TempDir()
+	unknown := filepath.Join(dir, "unknown.toml")
+	os.WriteFile(unknown, []byte("nodez = 3\n"), 0o600)
+	broken := filepath.Join(dir, "broken.toml")
+	os.WriteFile(broken, []byte("nodes = \n"), 0o600)
+	tests := []struct {
+		name string
+		args []string
+		env  []string
+		want string
+	}{
+		{"unknown key", []string{"--config", unknown}, nil, "nodez"},
+		{"syntax", []string{"--config", broken}, nil, "broken.toml:1"},
+		{"missing file", []string{"--config", filepath.Join(dir, "nope.toml")}, nil, "nope.toml"},
+		{"bad env int", nil, []string{"KUBERNIX_NODES=three"}, "KUBERNIX_NODES"},
+		{"bad env bool", nil, []string{"KUBERNIX_NO_SHELL=maybe"}, "KUBERNIX_NO_SHELL"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := load(t, tt.args, tt.env)
+			if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("error = %v, want ErrInvalid mentioning %q", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	long := "/tmp/" + strings.Repeat("d", 120-len("/tmp/")-len("/nodes/kubernix-node-0/containerd.sock"))
+	tests := []struct {
+		name string
+		args []string
+		want []string // substrings, each must appear; nil means valid
+	}{
+		{"defaults valid", nil, nil},
+		{"three nodes valid", []string{"--nodes", "3"}, nil},
+		{"nodes 0", []string{"--nodes", "0"}, []string{"--nodes 0"}},
+		{"nodes too many", []string{"--nodes", "51"}, []string{"--nodes 51"}},
+		{"bad prefix", []string{"--cluster-cidr", "10.0.0.0/33"}, []string{"--cluster-cidr \"10.0.0.0/33\": not a CIDR"}},
+		{"overlap", []string{"--service-cidr", "10.10.128.0/20"}, []string{"--service-cidr 10.10.128.0/20 and --cluster-cidr 10.10.128.0/17 overlap"}},
+		{"host bits", []string{"--service-cidr", "10.10.16.5/20"}, []string{"host bits set"}},
+		{"ipv6", []string{"--cluster-cidr", "fd00::/48"}, []string{"only IPv4"}},
+		{"small cidr", []string{"--cidr", "10.10.0.0/24"}, []string{"--cidr 10.10.0.0/24", "--node-cidr: missing"}},
+		{"bad name", []string{"--name", "Not_A_Label"}, []string{"--name \"Not_A_Label\""}},
+		{"bad executor", []string{"--executor", "vm"}, []string{"--executor \"vm\""}},
+		{"process multi", []string{"--executor", "process", "--nodes", "2"}, []string{"supports 1 node"}},
+		{"bad addon", []string{"--addons", "coredns,dashboard"}, []string{"unknown addon \"dashboard\""}},
+		{"bad port", []string{"--apiserver-port", "70000"}, []string{"--apiserver-port 70000"}},
+		{"bad log", []string{"--log-level", "loud", "--log-format", "xml"}, []string{"--log-level", "--log-format"}},
+		{"mask size", []string{"--node-cidr-mask-size", "8"}, []string{"--node-cidr-mask-size 8"}},
+		{"too many for plan", []string{"--cidr", "10.200.0.0/20", "--nodes", "9"}, []string{"room for 8 nodes"}},
+		{"long socket", []string{"--state-dir", long}, []string{"120 bytes", "shorter --state-dir"}},
+		{"state dir under a file", []string{"--state-dir", "/etc/hostname/x"}, []string{"not a directory"}},
+		{"all at once", []string{"--nodes", "0", "--cluster-cidr", "10.0.0.0/33", "--state-dir", long},
+			[]string{"--nodes 0", "10.0.0.0/33", "120 bytes"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := load(t, append([]string{"--state-dir", t.TempDir()}, tt.args...), nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = c.Validate()
+			if tt.want == nil {
+				if err != nil {
+					t.Fatalf("Validate() = %v, want nil", err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrInvalid) {
+				t.Fatalf("Validate() = %v, want ErrInvalid", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("Validate() = %v\nwant it to mention %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestValidateWritesNothing(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	c, err := load(t, []string{"--state-dir", dir, "--nodes", "0"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Validate() == nil {
+		t.Fatal("want an error for --nodes 0")
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Fatalf("Validate created %s (stat err %v)", dir, err)
+	}
+}
+
+func TestMarshalRoundTrip(t *testing.T) {
+	c, err := load(t, []string{"--state-dir", t.TempDir(), "--nodes", "3", "--addons", ""}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "k.toml")
+	if err := os.WriteFile(file, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	back, err := load(t, []string{"--config", file}, nil)
+	if err != nil {
+		t.Fatalf("re-reading %s:\n%s\n%v", file, b, err)
+	}
+	if back.String() != c.String() {
+		t.Errorf("round trip changed the config:\n%s\nvs\n%s", c, back)
+	}
+}

@@ -1,0 +1,98 @@
+package config
+
+import "path/filepath"
+
+// MaxSocketPath is the longest unix socket path the kernel accepts, in bytes:
+// sockaddr_un.sun_path holds 108 bytes including the terminating NUL.
+const MaxSocketPath = 107
+
+// ControlPlaneScope is the log and run scope of the shared control plane
+// components, in place of a node name.
+const ControlPlaneScope = "control-plane"
+
+// Paths lays out a cluster's state directory. Every path is absolute when
+// State is.
+type Paths struct{ State string }
+
+// Paths returns the layout of c's state directory.
+func (c *Config) Paths() Paths { return Paths{State: c.StateDir} }
+
+// ConfigFile is where the effective config is written on up.
+func (p Paths) ConfigFile() string { return filepath.Join(p.State, "kubernix.toml") }
+
+// PKI is the directory of certificates and keys.
+func (p Paths) PKI() string { return filepath.Join(p.State, "pki") }
+
+// Kubeconfig is the kubeconfig file of one identity ("admin", "kube-scheduler", a node name, ...).
+func (p Paths) Kubeconfig(identity string) string {
+	return filepath.Join(p.State, "kubeconfig", identity+".kubeconfig")
+}
+
+// EtcdData is etcd's data directory.
+func (p Paths) EtcdData() string { return filepath.Join(p.State, "etcd") }
+
+// Images is the images folder watched for tarballs and ref lists.
+func (p Paths) Images() string { return filepath.Join(p.State, "images") }
+
+// Log is the log file of component in scope (a node name or ControlPlaneScope).
+func (p Paths) Log(scope, component string) string {
+	return filepath.Join(p.State, "logs", scope, component+".log")
+}
+
+// Run is the directory holding the pidfile and run.json of component in scope.
+func (p Paths) Run(scope, component string) string {
+	return filepath.Join(p.State, "run", scope, component)
+}
+
+// Supervisor is the directory of the supervisor's pidfile, log and timings.
+func (p Paths) Supervisor() string { return filepath.Join(p.State, "supervisor") }
+
+// Node is the state directory of one node.
+func (p Paths) Node(name string) NodePaths { return NodePaths{Dir: filepath.Join(p.State, "nodes", name)} }
+
+// NodePaths lays out one node's state directory.
+type NodePaths struct{ Dir string }
+
+// ContainerdConfig is the rendered containerd config.toml.
+func (n NodePaths) ContainerdConfig() string { return filepath.Join(n.Dir, "containerd.toml") }
+
+// ContainerdRoot is containerd's persistent root (content store, snapshots).
+func (n NodePaths) ContainerdRoot() string { return filepath.Join(n.Dir, "containerd", "root") }
+
+// ContainerdState is containerd's ephemeral state directory.
+func (n NodePaths) ContainerdState() string { return filepath.Join(n.Dir, "containerd", "state") }
+
+// ContainerdSocket is the containerd gRPC (and CRI) socket.
+func (n NodePaths) ContainerdSocket() string { return filepath.Join(n.Dir, "containerd.sock") }
+
+// ContainerdTTRPCSocket is containerd's ttrpc socket.
+func (n NodePaths) ContainerdTTRPCSocket() string { return n.ContainerdSocket() + ".ttrpc" }
+
+// KubeletRoot is the kubelet's --root-dir.
+func (n NodePaths) KubeletRoot() string { return filepath.Join(n.Dir, "kubelet") }
+
+// KubeletConfig is the rendered KubeletConfiguration file.
+func (n NodePaths) KubeletConfig() string { return filepath.Join(n.Dir, "kubelet.yaml") }
+
+// PodLogs is the kubelet's podLogsDir.
+func (n NodePaths) PodLogs() string { return filepath.Join(n.Dir, "pod-logs") }
+
+// CNIConf is the CNI configuration directory of the node.
+func (n NodePaths) CNIConf() string { return filepath.Join(n.Dir, "cni", "net.d") }
+
+// CNIData is the host-local IPAM data directory of the node.
+func (n NodePaths) CNIData() string { return filepath.Join(n.Dir, "cni", "data") }
+
+// KubeProxyConfig is the rendered KubeProxyConfiguration file.
+func (n NodePaths) KubeProxyConfig() string { return filepath.Join(n.Dir, "kube-proxy.yaml") }
+
+// Sockets lists every unix socket path kubernix or the components create
+// under the node's directory, for the MaxSocketPath check.
+func (n NodePaths) Sockets() []string {
+	return []string{
+		n.ContainerdSocket(),
+		n.ContainerdTTRPCSocket(),
+		filepath.Join(n.KubeletRoot(), "pod-resources", "kubelet.sock"),
+		filepath.Join(n.KubeletRoot(), "device-plugins", "kubelet.sock"),
+	}
+}

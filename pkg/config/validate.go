@@ -1,0 +1,172 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// KnownAddons are the values Config.Addons accepts.
+var KnownAddons = []string{"coredns"}
+
+// Validate checks every setting and returns all problems at once, joined,
+// wrapping ErrInvalid; nil when the config is usable. It reads the file
+// system (state dir writability) but writes nothing. Call it after Resolve.
+func (c *Config) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+
+	for _, msg := range validation.IsDNS1123Label(c.Name) {
+		add("--name %q: %s", c.Name, msg)
+	}
+	if c.Nodes < 1 || c.Nodes > MaxNodes {
+		add("--nodes %d: must be between 1 and %d", c.Nodes, MaxNodes)
+	}
+	switch c.Executor {
+	case ExecutorAuto, ExecutorProcess, ExecutorContainer:
+	default:
+		add("--executor %q: must be %q or %q", c.Executor, ExecutorProcess, ExecutorContainer)
+	}
+	if c.Executor == ExecutorProcess && c.Nodes > 1 {
+		add("--executor process runs nodes in the host's namespaces and supports 1 node, not %d: use --executor container", c.Nodes)
+	}
+	if c.APIServerPort < 1 || c.APIServerPort > 65535 {
+		add("--apiserver-port %d: must be between 1 and 65535", c.APIServerPort)
+	}
+	for _, msg := range validation.IsDNS1123Subdomain(c.ClusterDomain) {
+		add("--cluster-domain %q: %s", c.ClusterDomain, msg)
+	}
+	for _, a := range c.Addons {
+		if !slices.Contains(KnownAddons, a) {
+			add("--addons: unknown addon %q (known: %s)", a, strings.Join(KnownAddons, ", "))
+		}
+	}
+	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.LogLevel) {
+		add("--log-level %q: must be debug, info, warn or error", c.LogLevel)
+	}
+	if c.LogFormat != "text" && c.LogFormat != "json" {
+		add("--log-format %q: must be text or json", c.LogFormat)
+	}
+	errs = append(errs, c.validateNetwork()...)
+	errs = append(errs, c.validatePaths()...)
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w (%d problems):\n%w", ErrInvalid, len(errs), errors.Join(errs...))
+}
+
+func (c *Config) validateNetwork() []error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	parse := func(flag, value string) (netip.Prefix, bool) {
+		p, err := netip.ParsePrefix(value)
+		switch {
+		case value == "":
+			add("--%s: missing (set it, or a --cidr of /20 or larger to derive it from)", flag)
+		case err != nil:
+			add("--%s %q: not a CIDR: %v", flag, value, err)
+		case !p.Addr().Is4():
+			add("--%s %q: only IPv4 is supported", flag, value)
+		case p != p.Masked():
+			add("--%s %q: host bits set; did you mean %s?", flag, value, p.Masked())
+		default:
+			return p, true
+		}
+		return p, false
+	}
+	if whole, ok := parse("cidr", c.CIDR); ok && whole.Bits() > 20 {
+		add("--cidr %s: must be /20 or larger to hold the node network, service CIDR and pod CIDRs", c.CIDR)
+	}
+	named := []struct {
+		flag string
+		p    netip.Prefix
+		ok   bool
+	}{{flag: "node-cidr"}, {flag: "service-cidr"}, {flag: "cluster-cidr"}}
+	for i, v := range []string{c.NodeCIDR, c.ServiceCIDR, c.ClusterCIDR} {
+		named[i].p, named[i].ok = parse(named[i].flag, v)
+	}
+	for i := range named {
+		for j := i + 1; j < len(named); j++ {
+			if named[i].ok && named[j].ok && named[i].p.Overlaps(named[j].p) {
+				add("--%s %s and --%s %s overlap", named[i].flag, named[i].p, named[j].flag, named[j].p)
+			}
+		}
+	}
+	node, svc, cluster := named[0], named[1], named[2]
+	if node.ok && node.p.Bits() > 29 {
+		add("--node-cidr %s: must be /29 or larger", node.p)
+	}
+	if svc.ok && svc.p.Bits() > 28 {
+		add("--service-cidr %s: must be /28 or larger (the DNS Service takes its 10th address)", svc.p)
+	}
+	if cluster.ok && (c.NodeCIDRMaskSize < cluster.p.Bits() || c.NodeCIDRMaskSize > 28) {
+		add("--node-cidr-mask-size %d: must be between the cluster CIDR's prefix /%d and 28", c.NodeCIDRMaskSize, cluster.p.Bits())
+	}
+	if len(errs) == 0 {
+		n, _ := c.Network()
+		if c.Nodes > n.MaxNodes() && c.Nodes <= MaxNodes {
+			add("--nodes %d: the address plan has room for %d nodes (pod CIDRs of /%d in %s, addresses in %s)", c.Nodes, n.MaxNodes(), c.NodeCIDRMaskSize, n.Cluster, n.Node)
+		}
+	}
+	return errs
+}
+
+func (c *Config) validatePaths() []error {
+	var errs []error
+	if c.StateDir == "" {
+		return []error{errors.New("--state-dir: missing")}
+	}
+	if !filepath.IsAbs(c.StateDir) {
+		errs = append(errs, fmt.Errorf("--state-dir %q: must be absolute", c.StateDir))
+	}
+	if err := writable(c.StateDir); err != nil {
+		errs = append(errs, fmt.Errorf("--state-dir %s: %w", c.StateDir, err))
+	}
+	if c.BinDir != "" {
+		if st, err := os.Stat(c.BinDir); err != nil || !st.IsDir() {
+			errs = append(errs, fmt.Errorf("--bin-dir %s: not a directory", c.BinDir))
+		}
+	}
+	if validation.IsDNS1123Label(c.Name) == nil {
+		// The last node has the longest name, hence the longest paths.
+		last := min(max(c.Nodes, 1), MaxNodes) - 1
+		for _, sock := range c.Paths().Node(c.NodeName(last)).Sockets() {
+			if len(sock) > MaxSocketPath {
+				errs = append(errs, fmt.Errorf("--state-dir %s: socket path %s is %d bytes, over the kernel's limit of %d; choose a shorter --state-dir (at most %d bytes)",
+					c.StateDir, sock, len(sock), MaxSocketPath, len(c.StateDir)-(len(sock)-MaxSocketPath)))
+				break
+			}
+		}
+	}
+	return errs
+}
+
+// writable reports whether dir exists as a writable directory, or could be
+// created: its nearest existing ancestor is a writable directory.
+func writable(dir string) error {
+	for p := dir; ; p = filepath.Dir(p) {
+		st, err := os.Stat(p)
+		if err == nil {
+			if !st.IsDir() {
+				return fmt.Errorf("%s is not a directory", p)
+			}
+			if err := unix.Access(p, unix.W_OK|unix.X_OK); err != nil {
+				return fmt.Errorf("%s is not writable: %w", p, err)
+			}
+			return nil
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		if p == filepath.Dir(p) {
+			return fmt.Errorf("no existing parent directory")
+		}
+	}
+}

@@ -1,0 +1,235 @@
+// Package doctor checks that this machine can run a kubernix cluster: the
+// upstream binaries and their versions, and the host's kernel features,
+// cgroups, sysctls and capabilities. `kubernix doctor` prints the report and
+// `kubernix up` refuses to start when a required check fails.
+package doctor
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/kubernix/kubernix/pkg/bins"
+	"github.com/kubernix/kubernix/pkg/host"
+)
+
+// Status is the outcome of one check.
+type Status string
+
+// Check outcomes. Only StatusFail makes the report fail.
+const (
+	StatusOK   Status = "ok"
+	StatusInfo Status = "info"
+	StatusWarn Status = "warn"
+	StatusFail Status = "FAIL"
+)
+
+// Result is one checked item.
+type Result struct {
+	Group  string // "binaries" or "host"
+	Name   string
+	Status Status
+	// Detail is what was found: a path and version, a value.
+	Detail string
+	// Fix says how to repair a failure or what kubernix does about a warning.
+	Fix string
+}
+
+// Report is the list of results, in check order.
+type Report []Result
+
+// Failed reports whether a required check failed.
+func (r Report) Failed() bool {
+	for _, res := range r {
+		if res.Status == StatusFail {
+			return true
+		}
+	}
+	return false
+}
+
+// Failures returns the failed results.
+func (r Report) Failures() Report {
+	var out Report
+	for _, res := range r {
+		if res.Status == StatusFail {
+			out = append(out, res)
+		}
+	}
+	return out
+}
+
+// Print writes the report as aligned lines, grouped.
+func (r Report) Print(w io.Writer) {
+	group := ""
+	for _, res := range r {
+		if res.Group != group {
+			group = res.Group
+			fmt.Fprintf(w, "%s:\n", strings.ToUpper(group))
+		}
+		fmt.Fprintf(w, "  %-4s  %-24s %s\n", res.Status, res.Name, res.Detail)
+		if res.Fix != "" && res.Status != StatusOK {
+			fmt.Fprintf(w, "        %-24s -> %s\n", "", res.Fix)
+		}
+	}
+}
+
+// Facts are the host properties `up` renders configs from; Check fills them.
+type Facts struct {
+	Cgroups host.Cgroups
+	// HasSysResource: CAP_SYS_RESOURCE is effective. Without it containerd
+	// needs restrict_oom_score_adj.
+	HasSysResource bool
+	// CrunWorks: crun runs containers the way containerd 2.x asks.
+	CrunWorks bool
+	// Paths of the binaries found, by name.
+	Paths map[string]string
+	// CNIDir holds the CNI plugins.
+	CNIDir string
+}
+
+// Check runs every check. It never changes the host.
+// cniDir, when not empty, is the only place the CNI plugins are looked for.
+func Check(ctx context.Context, finder *bins.Finder, cniDir string) (Report, Facts) {
+	var r Report
+	facts := Facts{Paths: map[string]string{}}
+	for _, b := range bins.Required() {
+		r = append(r, checkBinary(ctx, finder, b, facts.Paths))
+	}
+	r = append(r, checkCNI(&facts, cniDir))
+	busybox, _ := finder.Find("busybox")
+	r = append(r, checkHost(ctx, &facts, busybox)...)
+	return r, facts
+}
+
+func checkBinary(ctx context.Context, finder *bins.Finder, b bins.Binary, paths map[string]string) Result {
+	res := Result{Group: "binaries", Name: b.Name}
+	path, err := finder.Find(b.Name)
+	if err != nil {
+		res.Status, res.Detail, res.Fix = StatusFail, "not found in "+finder.Where(), b.Hint
+		if b.Optional {
+			res.Status, res.Detail = StatusInfo, "not found (optional)"
+		}
+		return res
+	}
+	version, err := bins.Version(ctx, path, b.VersionArgs...)
+	switch {
+	case err != nil:
+		res.Status, res.Detail, res.Fix = StatusFail, fmt.Sprintf("%s: %v", path, err), b.Hint
+	case b.Want != "" && !strings.Contains(version, b.Want):
+		res.Status, res.Detail, res.Fix = StatusFail, fmt.Sprintf("%s: %q, want %s", path, version, b.Want), b.Hint
+	default:
+		res.Status, res.Detail = StatusOK, fmt.Sprintf("%s  (%s)", path, version)
+		paths[b.Name] = path
+	}
+	if b.Optional && res.Status == StatusFail {
+		res.Status = StatusWarn
+	}
+	return res
+}
+
+func checkCNI(facts *Facts, cniDir string) Result {
+	res := Result{Group: "binaries", Name: "CNI plugins", Fix: "apt-get install containernetworking-plugins"}
+	dirs := bins.CNIDirs
+	if cniDir != "" {
+		dirs = []string{cniDir}
+	}
+	for _, dir := range dirs {
+		missing := []string{}
+		for _, p := range bins.CNIPlugins {
+			if !host.Exists(filepath.Join(dir, p)) {
+				missing = append(missing, p)
+			}
+		}
+		if len(missing) == 0 {
+			facts.CNIDir = dir
+			res.Status, res.Detail = StatusOK, fmt.Sprintf("%s  (%s)", dir, strings.Join(bins.CNIPlugins, ", "))
+			return res
+		}
+	}
+	res.Status = StatusFail
+	res.Detail = fmt.Sprintf("%s not all found in %s", strings.Join(bins.CNIPlugins, ", "), strings.Join(dirs, ", "))
+	return res
+}
+
+func checkHost(ctx context.Context, facts *Facts, busybox string) Report {
+	var r Report
+	add := func(name string, status Status, detail, fix string) {
+		r = append(r, Result{Group: "host", Name: name, Status: status, Detail: detail, Fix: fix})
+	}
+	if ok, err := host.HasFilesystem("overlay"); ok {
+		add("overlayfs", StatusOK, "supported", "")
+	} else {
+		add("overlayfs", StatusFail, fmt.Sprintf("not in /proc/filesystems (%v)", err), "enable CONFIG_OVERLAY_FS in the kernel")
+	}
+	if err := host.CanUnshareNet(); err == nil {
+		add("network namespaces", StatusOK, "can create", "")
+	} else {
+		add("network namespaces", StatusFail, err.Error(), "run as root (or rootless, see `kubernix doctor` as a user)")
+	}
+	cg, err := host.DetectCgroups()
+	facts.Cgroups = cg
+	switch {
+	case err != nil:
+		add("cgroups", StatusFail, err.Error(), "mount cgroups at /sys/fs/cgroup")
+	case cg.Mode == host.CgroupUnknown:
+		add("cgroups", StatusFail, "no cgroup hierarchy at /sys/fs/cgroup", "mount cgroup2 at /sys/fs/cgroup")
+	default:
+		detail := string(cg.Mode)
+		if cg.Mode != host.CgroupV2 {
+			detail += " (v1 controllers: " + strings.Join(cg.Mounted, ",") + "; the kubelet runs with failCgroupV1: false)"
+		}
+		add("cgroups", StatusOK, detail, "")
+		if len(cg.Unmounted) > 0 {
+			add("cgroup controllers", StatusWarn, "enabled but not mounted: "+strings.Join(cg.Unmounted, ","),
+				"container stats read 0 until they are mounted; `kubernix up` as root mounts them under /sys/fs/cgroup")
+		}
+	}
+	if v, err := host.Sysctl("net.ipv4.ip_forward"); err != nil {
+		add("ip_forward", StatusFail, err.Error(), "")
+	} else if v != "1" {
+		add("ip_forward", StatusInfo, "net.ipv4.ip_forward="+v, "`kubernix up` sets it to 1")
+	} else {
+		add("ip_forward", StatusOK, "net.ipv4.ip_forward=1", "")
+	}
+	if host.Exists("/proc/sys/net/bridge/bridge-nf-call-iptables") {
+		add("br_netfilter", StatusOK, "bridge-nf-call-iptables available", "")
+	} else {
+		add("br_netfilter", StatusFail, "/proc/sys/net/bridge/bridge-nf-call-iptables missing", "modprobe br_netfilter")
+	}
+	if ok, err := host.HasCapability(unix.CAP_SYS_RESOURCE); err != nil {
+		add("CAP_SYS_RESOURCE", StatusWarn, err.Error(), "")
+	} else if ok {
+		facts.HasSysResource = true
+		add("CAP_SYS_RESOURCE", StatusOK, "effective: containerd may set oom_score_adj", "")
+	} else {
+		add("CAP_SYS_RESOURCE", StatusInfo, "missing: oom_score_adj cannot be lowered", "containerd runs with restrict_oom_score_adj = true")
+	}
+	r = append(r, checkCrun(ctx, facts, busybox))
+	return r
+}
+
+// checkCrun runs a container with crun; busybox is a static busybox (Debian's
+// busybox-static) to run in it, "" if none was found.
+func checkCrun(ctx context.Context, facts *Facts, busybox string) Result {
+	res := Result{Group: "host", Name: "crun"}
+	crun, ok := facts.Paths["crun"]
+	switch {
+	case !ok:
+		res.Status, res.Detail = StatusInfo, "not installed: containerd uses runc"
+	case busybox == "":
+		res.Status, res.Detail, res.Fix = StatusWarn, "cannot check: no busybox found", "apt-get install busybox-static"
+	default:
+		if err := host.CheckOCIRuntime(ctx, crun, busybox, "true"); err != nil {
+			res.Status, res.Detail = StatusInfo, "does not work with containerd here, runc is used: "+err.Error()
+		} else {
+			facts.CrunWorks = true
+			res.Status, res.Detail = StatusOK, "works with runtime-spec "+host.RuntimeSpecVersion+": containerd uses crun"
+		}
+	}
+	return res
+}

@@ -1,0 +1,306 @@
+package images
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// epoch is the fixed time of every layer entry and of the image config, so
+// that builds are reproducible.
+var epoch = time.Unix(0, 0).UTC()
+
+// imagePath is the PATH every built-in image's config sets.
+const imagePath = "/bin"
+
+// Build builds the image b from the static binary binDir/b.Binary and b.Extra,
+// and writes it to out as a docker-archive tarball tagged b.Ref, which
+// containerd imports as a named image. The image is one linux/amd64 layer;
+// every entry is owned by root with a fixed mtime, so the same inputs give the
+// same digest. out is written atomically (temp file and rename) and its
+// directory is created if needed.
+//
+// Build returns an error naming the missing file and where it looked when a
+// binary or an Extra Source is missing (matching fs.ErrNotExist), naming the
+// Debian package for Extra files that have one.
+func Build(b Builtin, binDir string, out string) error {
+	if err := b.Validate(); err != nil {
+		return err
+	}
+	tag, err := b.Tag()
+	if err != nil {
+		return err
+	}
+	entries, err := layerEntries(b, binDir)
+	if err != nil {
+		return fmt.Errorf("build image %q: %w", b.Name, err)
+	}
+
+	dir := filepath.Dir(out)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("build image %q: %w", b.Name, err)
+	}
+
+	layerFile, err := os.CreateTemp(dir, "."+filepath.Base(out)+".layer-*")
+	if err != nil {
+		return fmt.Errorf("build image %q: %w", b.Name, err)
+	}
+	layerPath := layerFile.Name()
+	defer os.Remove(layerPath)
+	err = writeLayer(layerFile, entries)
+	if cerr := layerFile.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("build image %q: write layer: %w", b.Name, err)
+	}
+
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return os.Open(layerPath) })
+	if err != nil {
+		return fmt.Errorf("build image %q: layer: %w", b.Name, err)
+	}
+	img, err := image(b, layer)
+	if err != nil {
+		return fmt.Errorf("build image %q: %w", b.Name, err)
+	}
+
+	tmp, err := os.CreateTemp(dir, "."+filepath.Base(out)+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("build image %q: %w", b.Name, err)
+	}
+	tmpPath := tmp.Name()
+	defer os.Remove(tmpPath) // fails harmlessly after the rename
+	err = tarball.Write(tag, img, tmp)
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if err == nil {
+		err = tmp.Sync()
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmpPath, out)
+	}
+	if err != nil {
+		return fmt.Errorf("build image %q: write %s: %w", b.Name, out, err)
+	}
+	return nil
+}
+
+// image returns the single-layer image with b's config.
+func image(b Builtin, layer v1.Layer) (v1.Image, error) {
+	cfg := &v1.ConfigFile{
+		Architecture: "amd64",
+		OS:           "linux",
+		Created:      v1.Time{Time: epoch},
+		Config: v1.Config{
+			Entrypoint: slices.Clone(b.Entrypoint),
+			Cmd:        slices.Clone(b.Cmd),
+			Env:        []string{"PATH=" + imagePath},
+			WorkingDir: "/",
+		},
+		RootFS: v1.RootFS{Type: "layers"},
+	}
+	img, err := mutate.ConfigFile(empty.Image, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	img, err = mutate.Append(img, mutate.Addendum{
+		Layer: layer,
+		History: v1.History{
+			Created:   v1.Time{Time: epoch},
+			CreatedBy: "kubernix: built-in image " + b.Name,
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("append layer: %w", err)
+	}
+	return img, nil
+}
+
+// entry is one tar entry of the layer; src, if set, is the host file with the
+// content of a regular file.
+type entry struct {
+	hdr  tar.Header
+	src  string
+	data []byte
+}
+
+// layerEntries returns the layer's entries sorted by path, with the parent
+// directories that b does not list itself. It checks that every source file
+// exists and is a regular file.
+func layerEntries(b Builtin, binDir string) ([]entry, error) {
+	byName := map[string]*entry{}
+
+	files := append([]File{{Path: b.Path, Binary: b.Binary}}, b.Extra...)
+	for _, f := range files {
+		e, err := fileEntry(f, binDir)
+		if err != nil {
+			return nil, err
+		}
+		byName[layerName(f.Path)] = e
+	}
+
+	for n := range byName {
+		for dir := path.Dir(n); dir != "."; dir = path.Dir(dir) {
+			parent, ok := byName[dir]
+			if !ok {
+				byName[dir] = &entry{hdr: header(dir, tar.TypeDir, 0o755, 0, "")}
+			} else if parent.hdr.Typeflag != tar.TypeDir {
+				return nil, fmt.Errorf("/%s: parent /%s is not a directory", n, dir)
+			}
+		}
+	}
+
+	entries := make([]entry, 0, len(byName))
+	for _, e := range byName {
+		entries = append(entries, *e)
+	}
+	sort.Slice(entries, func(i, j int) bool { return entries[i].hdr.Name < entries[j].hdr.Name })
+	return entries, nil
+}
+
+// fileEntry turns a file into a layer entry.
+func fileEntry(f File, binDir string) (*entry, error) {
+	n := layerName(f.Path)
+	mode := f.Mode
+	if mode == 0 {
+		mode = 0o755
+	}
+	switch {
+	case f.Dir:
+		return &entry{hdr: header(n, tar.TypeDir, mode, 0, "")}, nil
+	case f.Link != "":
+		return &entry{hdr: header(n, tar.TypeSymlink, 0o777, 0, f.Link)}, nil
+	case f.Binary != "":
+		binPath := filepath.Join(binDir, f.Binary)
+		size, err := regularSize(binPath)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("binary %q not found in bin dir %s (looked for %s): %w", f.Binary, binDir, binPath, err)
+		}
+		if err != nil {
+			return nil, fmt.Errorf("binary %q in bin dir %s: %w", f.Binary, binDir, err)
+		}
+		return &entry{hdr: header(n, tar.TypeReg, mode, size, ""), src: binPath}, nil
+	case f.Source != "":
+		size, err := regularSize(f.Source)
+		if err != nil {
+			msg := fmt.Sprintf("%s (for %s in the image) not usable", f.Source, f.Path)
+			if errors.Is(err, fs.ErrNotExist) {
+				msg = fmt.Sprintf("%s (for %s in the image) not found", f.Source, f.Path)
+			}
+			if f.Package != "" {
+				msg += fmt.Sprintf("; install the Debian package %s (apt-get install -y %s)", f.Package, f.Package)
+			}
+			return nil, fmt.Errorf("%s: %w", msg, err)
+		}
+		return &entry{hdr: header(n, tar.TypeReg, mode, size, ""), src: f.Source}, nil
+	default:
+		return &entry{hdr: header(n, tar.TypeReg, mode, int64(len(f.Content)), ""), data: f.Content}, nil
+	}
+}
+
+// regularSize returns the size in bytes of the regular file at p, following
+// symlinks.
+func regularSize(p string) (int64, error) {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return 0, err
+	}
+	if !fi.Mode().IsRegular() {
+		return 0, fmt.Errorf("%s: not a regular file (mode %v)", p, fi.Mode())
+	}
+	return fi.Size(), nil
+}
+
+// layerName is the tar entry name of an absolute image path.
+func layerName(p string) string {
+	return strings.TrimPrefix(path.Clean(p), "/")
+}
+
+// header returns a root-owned tar header with the fixed mtime.
+func header(name string, typ byte, mode fs.FileMode, size int64, link string) tar.Header {
+	tarMode := int64(mode.Perm())
+	if mode&fs.ModeSticky != 0 {
+		tarMode |= 0o1000
+	}
+	if mode&fs.ModeSetgid != 0 {
+		tarMode |= 0o2000
+	}
+	if mode&fs.ModeSetuid != 0 {
+		tarMode |= 0o4000
+	}
+	if typ == tar.TypeDir {
+		name += "/"
+	}
+	return tar.Header{
+		Typeflag: typ,
+		Name:     name,
+		Linkname: link,
+		Mode:     tarMode,
+		Size:     size,
+		ModTime:  epoch,
+	}
+}
+
+// writeLayer writes entries as a gzip-compressed tar to w.
+func writeLayer(w io.Writer, entries []entry) error {
+	zw, err := gzip.NewWriterLevel(w, gzip.DefaultCompression)
+	if err != nil {
+		return err
+	}
+	tw := tar.NewWriter(zw)
+	for i := range entries {
+		if err := writeEntry(tw, &entries[i]); err != nil {
+			return err
+		}
+	}
+	if err := tw.Close(); err != nil {
+		return err
+	}
+	return zw.Close()
+}
+
+func writeEntry(tw *tar.Writer, e *entry) error {
+	if err := tw.WriteHeader(&e.hdr); err != nil {
+		return fmt.Errorf("%s: %w", e.hdr.Name, err)
+	}
+	switch {
+	case e.src != "":
+		f, err := os.Open(e.src)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		n, err := io.CopyN(tw, f, e.hdr.Size)
+		if err != nil {
+			return fmt.Errorf("copy %s (%d of %d bytes): %w", e.src, n, e.hdr.Size, err)
+		}
+		// The file must not have grown while it was copied.
+		if extra, _ := io.Copy(io.Discard, io.LimitReader(f, 1)); extra != 0 {
+			return fmt.Errorf("copy %s: %w", e.src, errors.New("file changed size while being copied"))
+		}
+	case e.data != nil:
+		if _, err := tw.Write(e.data); err != nil {
+			return fmt.Errorf("%s: %w", e.hdr.Name, err)
+		}
+	}
+	return nil
+}

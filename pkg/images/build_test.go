@@ -1,0 +1,554 @@
+package images
+
+import (
+	"archive/tar"
+	"crypto/sha256"
+	"errors"
+	"io"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// fakeInputs writes a small fake binary for every builtin into a new bin dir,
+// and a fake busybox; it returns the bin dir and the builtins reading busybox
+// from the fake.
+func fakeInputs(t *testing.T) (string, []Builtin) {
+	t.Helper()
+	dir := t.TempDir()
+	binDir := filepath.Join(dir, "bin")
+	if err := os.Mkdir(binDir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	busybox := filepath.Join(dir, "busybox")
+	writeFile(t, busybox, "fake busybox\n")
+	var bs []Builtin
+	for _, b := range Builtins() {
+		writeFile(t, filepath.Join(binDir, b.Binary), "fake "+b.Binary+" binary\n")
+		bs = append(bs, b.WithSource(BusyboxSource, busybox))
+	}
+	return binDir, bs
+}
+
+func writeFile(t *testing.T, p, content string) {
+	t.Helper()
+	if err := os.WriteFile(p, []byte(content), 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// layerEntry is a tar entry read back from an image layer.
+type layerEntry struct {
+	hdr     *tar.Header
+	content string
+}
+
+// readImage reads the tarball at p back with the tag ref and returns the image
+// and its single layer's entries in order.
+func readImage(t *testing.T, p, ref string) (v1.Image, []layerEntry) {
+	t.Helper()
+	tag, err := name.NewTag(ref, name.StrictValidation)
+	if err != nil {
+		t.Fatal(err)
+	}
+	img, err := tarball.ImageFromPath(p, &tag)
+	if err != nil {
+		t.Fatalf("read back %s as %s: %v", p, ref, err)
+	}
+	layers, err := img.Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(layers) != 1 {
+		t.Fatalf("got %d layers, want 1", len(layers))
+	}
+	rc, err := layers[0].Uncompressed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer rc.Close()
+	var entries []layerEntry
+	tr := tar.NewReader(rc)
+	for {
+		hdr, err := tr.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		data, err := io.ReadAll(tr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries = append(entries, layerEntry{hdr: hdr, content: string(data)})
+	}
+	return img, entries
+}
+
+func TestBuiltins(t *testing.T) {
+	tests := []struct {
+		name, ref, binary, path, fileName string
+		cmd                               []string
+	}{
+		{"pause", "registry.k8s.io/pause:3.10.2", "pause", "/pause", "pause.tar", nil},
+		{"coredns", "registry.k8s.io/coredns/coredns:v1.14.6", "coredns", "/coredns", "coredns.tar", nil},
+		{"agnhost", "registry.k8s.io/e2e-test-images/agnhost:2.66.1", "agnhost", "/agnhost", "agnhost.tar", []string{"pause"}},
+	}
+	all := Builtins()
+	if len(all) != len(tests) {
+		t.Fatalf("Builtins() has %d images, want %d", len(all), len(tests))
+	}
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, ok := Lookup(tt.name)
+			if !ok {
+				t.Fatalf("Lookup(%q) found nothing", tt.name)
+			}
+			if all[i].Name != tt.name {
+				t.Errorf("Builtins()[%d] is %q, want %q", i, all[i].Name, tt.name)
+			}
+			if b.Ref != tt.ref || b.Binary != tt.binary || b.Path != tt.path {
+				t.Errorf("got ref %q binary %q path %q, want %q %q %q", b.Ref, b.Binary, b.Path, tt.ref, tt.binary, tt.path)
+			}
+			if want := []string{tt.path}; !slices.Equal(b.Entrypoint, want) {
+				t.Errorf("entrypoint %q, want %q", b.Entrypoint, want)
+			}
+			if !slices.Equal(b.Cmd, tt.cmd) {
+				t.Errorf("cmd %q, want %q", b.Cmd, tt.cmd)
+			}
+			if got := b.FileName(); got != tt.fileName {
+				t.Errorf("FileName() = %q, want %q", got, tt.fileName)
+			}
+			if err := b.Validate(); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	if _, ok := Lookup("nope"); ok {
+		t.Error(`Lookup("nope") found something`)
+	}
+}
+
+func TestBuild(t *testing.T) {
+	binDir, builtins := fakeInputs(t)
+	outDir := t.TempDir()
+
+	for _, b := range builtins {
+		t.Run(b.Name, func(t *testing.T) {
+			out := filepath.Join(outDir, b.FileName())
+			if err := Build(b, binDir, out); err != nil {
+				t.Fatal(err)
+			}
+
+			info, err := Inspect(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := []string{b.Ref}; !slices.Equal(info.Tags, want) {
+				t.Errorf("tags %q, want %q", info.Tags, want)
+			}
+			if fi, err := os.Stat(out); err != nil || fi.Size() != info.Size {
+				t.Errorf("Inspect size %d, stat %v %v", info.Size, fi, err)
+			}
+
+			img, entries := readImage(t, out, b.Ref)
+			cfg, err := img.ConfigFile()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if cfg.OS != "linux" || cfg.Architecture != "amd64" {
+				t.Errorf("platform %s/%s, want linux/amd64", cfg.OS, cfg.Architecture)
+			}
+			if !slices.Equal(cfg.Config.Entrypoint, b.Entrypoint) {
+				t.Errorf("entrypoint %q, want %q", cfg.Config.Entrypoint, b.Entrypoint)
+			}
+			if !slices.Equal(cfg.Config.Cmd, b.Cmd) {
+				t.Errorf("cmd %q, want %q", cfg.Config.Cmd, b.Cmd)
+			}
+			if want := []string{"PATH=/bin"}; !slices.Equal(cfg.Config.Env, want) {
+				t.Errorf("env %q, want %q", cfg.Config.Env, want)
+			}
+			id, err := img.ConfigName()
+			if err != nil || id.String() != info.ID {
+				t.Errorf("config digest %v (%v), Inspect ID %s", id, err, info.ID)
+			}
+
+			byName := map[string]layerEntry{}
+			var names []string
+			for _, e := range entries {
+				byName[e.hdr.Name] = e
+				names = append(names, e.hdr.Name)
+				if e.hdr.Uid != 0 || e.hdr.Gid != 0 {
+					t.Errorf("%s: owner %d:%d, want 0:0", e.hdr.Name, e.hdr.Uid, e.hdr.Gid)
+				}
+				if !e.hdr.ModTime.Equal(time.Unix(0, 0)) {
+					t.Errorf("%s: mtime %v, want the Unix epoch", e.hdr.Name, e.hdr.ModTime)
+				}
+			}
+			if !slices.IsSorted(names) {
+				t.Errorf("layer entries not sorted: %q", names)
+			}
+
+			bin := strings.TrimPrefix(b.Path, "/")
+			checkFile(t, byName, bin, 0o755, "fake "+b.Binary+" binary\n")
+			if b.Name != "agnhost" {
+				if len(entries) != 1 {
+					t.Errorf("layer has %q, want only %q", names, bin)
+				}
+				return
+			}
+
+			checkFile(t, byName, "bin/busybox", 0o755, "fake busybox\n")
+			checkFile(t, byName, "coredns", 0o755, "fake coredns binary\n")
+			checkDir(t, byName, "uploads/", 0o755)
+			if e := byName["agnhost-2"]; e.hdr == nil || e.hdr.Typeflag != tar.TypeSymlink || e.hdr.Linkname != "agnhost" {
+				t.Errorf("/agnhost-2 is not a symlink to agnhost: %+v", e.hdr)
+			}
+			checkDir(t, byName, "bin/", 0o755)
+			checkDir(t, byName, "etc/", 0o755)
+			checkDir(t, byName, "tmp/", 0o777|fs.ModeSticky)
+			checkFile(t, byName, "etc/passwd", 0o644, "")
+			for _, applet := range []string{"sh", "nslookup", "wget", "cat", "ls", "sleep", "echo", "ip"} {
+				e, ok := byName["bin/"+applet]
+				if !ok {
+					t.Errorf("no /bin/%s", applet)
+					continue
+				}
+				if e.hdr.Typeflag != tar.TypeSymlink || e.hdr.Linkname != "busybox" {
+					t.Errorf("/bin/%s: type %c link %q, want a symlink to busybox", applet, e.hdr.Typeflag, e.hdr.Linkname)
+				}
+			}
+		})
+	}
+}
+
+func checkFile(t *testing.T, byName map[string]layerEntry, n string, mode fs.FileMode, content string) {
+	t.Helper()
+	e, ok := byName[n]
+	if !ok {
+		t.Errorf("no %s in the layer", n)
+		return
+	}
+	if e.hdr.Typeflag != tar.TypeReg {
+		t.Errorf("%s: type %c, want a regular file", n, e.hdr.Typeflag)
+	}
+	if got := e.hdr.FileInfo().Mode().Perm(); got != mode {
+		t.Errorf("%s: mode %v, want %v", n, got, mode)
+	}
+	if content != "" && e.content != content {
+		t.Errorf("%s: content %q, want %q", n, e.content, content)
+	}
+}
+
+func checkDir(t *testing.T, byName map[string]layerEntry, n string, mode fs.FileMode) {
+	t.Helper()
+	e, ok := byName[n]
+	if !ok {
+		t.Errorf("no %s in the layer", n)
+		return
+	}
+	if e.hdr.Typeflag != tar.TypeDir {
+		t.Errorf("%s: type %c, want a directory", n, e.hdr.Typeflag)
+	}
+	if got := e.hdr.FileInfo().Mode() &^ fs.ModeDir; got != mode {
+		t.Errorf("%s: mode %v, want %v", n, got, mode)
+	}
+}
+
+func TestBuildDeterministic(t *testing.T) {
+	binDir, builtins := fakeInputs(t)
+	outDir := t.TempDir()
+
+	for _, b := range builtins {
+		t.Run(b.Name, func(t *testing.T) {
+			var digests []v1.Hash
+			var sums [][32]byte
+			for i, out := range []string{"first.tar", "second.tar"} {
+				if i > 0 {
+					// A new mtime on the input must not change the image.
+					later := time.Now().Add(time.Hour)
+					if err := os.Chtimes(filepath.Join(binDir, b.Binary), later, later); err != nil {
+						t.Fatal(err)
+					}
+				}
+				out = filepath.Join(outDir, b.Name+"-"+out)
+				if err := Build(b, binDir, out); err != nil {
+					t.Fatal(err)
+				}
+				img, _ := readImage(t, out, b.Ref)
+				d, err := img.Digest()
+				if err != nil {
+					t.Fatal(err)
+				}
+				digests = append(digests, d)
+				data, err := os.ReadFile(out)
+				if err != nil {
+					t.Fatal(err)
+				}
+				sums = append(sums, sha256.Sum256(data))
+			}
+			if digests[0] != digests[1] {
+				t.Errorf("two builds gave digests %s and %s", digests[0], digests[1])
+			}
+			if sums[0] != sums[1] {
+				t.Errorf("two builds gave different tarballs")
+			}
+		})
+	}
+}
+
+func TestBuildMissingInput(t *testing.T) {
+	agnhost, _ := Lookup("agnhost")
+	tests := []struct {
+		name  string
+		image Builtin
+		// setup prepares the bin dir and returns the builtin to build.
+		setup func(t *testing.T, binDir string, b Builtin) Builtin
+		want  []string // substrings of the error; "BINDIR" stands for the bin dir
+	}{
+		{
+			name:  "missing binary",
+			image: agnhost,
+			setup: func(t *testing.T, binDir string, b Builtin) Builtin {
+				return b.WithSource(BusyboxSource, filepath.Join(binDir, "busybox"))
+			},
+			want: []string{`binary "agnhost" not found`, "bin dir BINDIR", "BINDIR/agnhost"},
+		},
+		{
+			name:  "missing extra binary",
+			image: agnhost,
+			setup: func(t *testing.T, binDir string, b Builtin) Builtin {
+				writeFile(t, filepath.Join(binDir, "agnhost"), "x")
+				writeFile(t, filepath.Join(binDir, "busybox"), "x")
+				return b.WithSource(BusyboxSource, filepath.Join(binDir, "busybox"))
+			},
+			want: []string{`binary "coredns" not found`, "bin dir BINDIR", "BINDIR/coredns"},
+		},
+		{
+			name:  "missing busybox",
+			image: agnhost,
+			setup: func(t *testing.T, binDir string, b Builtin) Builtin {
+				writeFile(t, filepath.Join(binDir, "agnhost"), "x")
+				writeFile(t, filepath.Join(binDir, "coredns"), "x")
+				return b.WithSource(BusyboxSource, filepath.Join(binDir, "no-busybox"))
+			},
+			want: []string{"BINDIR/no-busybox", "/bin/busybox", "busybox-static", "apt-get install -y busybox-static"},
+		},
+		{
+			name:  "file under a file",
+			image: Builtin{Name: "x", Ref: "registry.k8s.io/x:1", Binary: "x", Path: "/x", Entrypoint: []string{"/x"}, Extra: []File{{Path: "/x/y"}}},
+			setup: func(t *testing.T, binDir string, b Builtin) Builtin {
+				writeFile(t, filepath.Join(binDir, "x"), "x")
+				return b
+			},
+			want: []string{"/x/y: parent /x is not a directory"},
+		},
+		{
+			name:  "binary is a directory",
+			image: Builtin{Name: "x", Ref: "registry.k8s.io/x:1", Binary: "x", Path: "/x", Entrypoint: []string{"/x"}},
+			setup: func(t *testing.T, binDir string, b Builtin) Builtin {
+				if err := os.Mkdir(filepath.Join(binDir, "x"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				return b
+			},
+			want: []string{`binary "x"`, "BINDIR/x: not a regular file"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			binDir := t.TempDir()
+			outDir := t.TempDir()
+			b := tt.setup(t, binDir, tt.image)
+			out := filepath.Join(outDir, b.FileName())
+			err := Build(b, binDir, out)
+			if err == nil {
+				t.Fatal("Build succeeded")
+			}
+			for _, w := range tt.want {
+				w = strings.ReplaceAll(w, "BINDIR", binDir)
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			if strings.HasPrefix(tt.name, "missing") && !errors.Is(err, fs.ErrNotExist) {
+				t.Errorf("error %v is not fs.ErrNotExist", err)
+			}
+			left, _ := os.ReadDir(outDir)
+			if len(left) != 0 {
+				t.Errorf("failed build left %v in the out dir", left)
+			}
+		})
+	}
+}
+
+func TestValidate(t *testing.T) {
+	good := Builtin{Name: "x", Ref: "registry.k8s.io/x:1", Binary: "x", Path: "/x", Entrypoint: []string{"/x"}}
+	tests := []struct {
+		name   string
+		change func(b *Builtin)
+		want   []string // substrings of the error; none means valid
+	}{
+		{name: "valid", change: func(b *Builtin) {}},
+		{
+			name: "every problem at once",
+			change: func(b *Builtin) {
+				*b = Builtin{Name: "a/b", Ref: "x", Binary: "../x", Path: "x"}
+			},
+			want: []string{`name "a/b"`, "ref", `binary "../x"`, `path: "x" is not absolute`, "entrypoint: empty"},
+		},
+		{
+			name: "ref without tag",
+			change: func(b *Builtin) {
+				b.Ref = "registry.k8s.io/x"
+			},
+			want: []string{"ref"},
+		},
+		{
+			name: "bad extra files",
+			change: func(b *Builtin) {
+				b.Extra = []File{
+					{Path: "/x"},
+					{Path: "/"},
+					{Path: "/y", Dir: true, Link: "z"},
+					{Path: "/z", Mode: fs.ModeDevice},
+					{Path: "/w", Binary: "../w"},
+				}
+			},
+			want: []string{`"/x": path given twice`, "root cannot be an entry", "more than one of", "mode", `binary "../w"`},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := good
+			tt.change(&b)
+			err := b.Validate()
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("Validate succeeded")
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+			if berr := Build(b, t.TempDir(), filepath.Join(t.TempDir(), "x.tar")); berr == nil {
+				t.Error("Build of an invalid builtin succeeded")
+			}
+		})
+	}
+}
+
+func TestUpToDate(t *testing.T) {
+	binDir, builtins := fakeInputs(t)
+	b := builtins[2] // agnhost: binary, coredns and busybox
+	out := filepath.Join(t.TempDir(), b.FileName())
+	inputs := b.Inputs(binDir)
+	if want := []string{filepath.Join(binDir, "agnhost"), filepath.Join(binDir, "coredns"), filepath.Join(filepath.Dir(binDir), "busybox")}; !slices.Equal(inputs, want) {
+		t.Fatalf("Inputs() = %q, want %q", inputs, want)
+	}
+	// Inputs start old; touching one makes it newer than any output so far.
+	setTime := func(t *testing.T, p string, mtime time.Time) {
+		if err := os.Chtimes(p, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, in := range inputs {
+		setTime(t, in, time.Now().Add(-time.Hour))
+	}
+	touch := func(p string) func(t *testing.T) {
+		return func(t *testing.T) { setTime(t, p, time.Now()) }
+	}
+	steps := []struct {
+		name  string
+		do    func(t *testing.T)
+		b     Builtin
+		fresh bool
+	}{
+		{name: "no output yet", do: func(*testing.T) {}, b: b, fresh: false},
+		{name: "after build", do: func(t *testing.T) {
+			if err := Build(b, binDir, out); err != nil {
+				t.Fatal(err)
+			}
+		}, b: b, fresh: true},
+		{name: "other ref", do: func(*testing.T) {}, b: Builtin{Name: b.Name, Ref: "registry.k8s.io/other:1", Binary: b.Binary, Extra: b.Extra}, fresh: false},
+		{name: "busybox changed", do: touch(inputs[2]), b: b, fresh: false},
+		{name: "rebuilt", do: func(t *testing.T) {
+			if err := Build(b, binDir, out); err != nil {
+				t.Fatal(err)
+			}
+		}, b: b, fresh: true},
+		{name: "extra binary changed", do: touch(inputs[1]), b: b, fresh: false},
+		{name: "rebuilt again", do: func(t *testing.T) {
+			if err := Build(b, binDir, out); err != nil {
+				t.Fatal(err)
+			}
+		}, b: b, fresh: true},
+		{name: "binary changed", do: touch(inputs[0]), b: b, fresh: false},
+		{name: "binary gone", do: func(t *testing.T) {
+			if err := os.Remove(filepath.Join(binDir, b.Binary)); err != nil {
+				t.Fatal(err)
+			}
+		}, b: b, fresh: false},
+	}
+	// The steps build on each other, so they run in order in one test.
+	for _, s := range steps {
+		s.do(t)
+		fresh, err := UpToDate(s.b, binDir, out)
+		if err != nil {
+			t.Fatalf("%s: %v", s.name, err)
+		}
+		if fresh != s.fresh {
+			t.Errorf("%s: UpToDate = %v, want %v", s.name, fresh, s.fresh)
+		}
+	}
+}
+
+func TestInspectNotATarball(t *testing.T) {
+	p := filepath.Join(t.TempDir(), "x.tar")
+	writeFile(t, p, "not a tarball")
+	if _, err := Inspect(p); err == nil {
+		t.Error("Inspect of a non-tarball succeeded")
+	}
+	if _, err := Inspect(filepath.Join(t.TempDir(), "missing.tar")); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("Inspect of a missing file: %v, want fs.ErrNotExist", err)
+	}
+}
+
+func TestBusyboxApplets(t *testing.T) {
+	applets := BusyboxApplets()
+	if !slices.IsSorted(applets) || len(slices.Compact(slices.Clone(applets))) != len(applets) {
+		t.Errorf("applets not sorted and unique: %q", applets)
+	}
+	if _, err := os.Stat(BusyboxSource); err != nil {
+		t.Skipf("no %s (apt-get install -y %s) to check the applets against: %v", BusyboxSource, BusyboxPackage, err)
+	}
+	list, err := exec.Command(BusyboxSource, "--list").Output()
+	if err != nil {
+		t.Fatalf("%s --list: %v", BusyboxSource, err)
+	}
+	have := map[string]bool{}
+	for _, a := range strings.Fields(string(list)) {
+		have[a] = true
+	}
+	for _, a := range applets {
+		if !have[a] {
+			t.Errorf("applet %q is not in `%s --list`", a, BusyboxSource)
+		}
+	}
+}

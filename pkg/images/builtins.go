@@ -1,0 +1,288 @@
+// Package images builds kubernix's built-in container images offline.
+//
+// No registry is reachable from a kubernix cluster, so the images that the
+// components ask for by their upstream names (the pod sandbox "pause" image,
+// CoreDNS, and the e2e test image agnhost) are made locally: each is one
+// layer holding a static binary from the bin dir, plus a few extra files,
+// packed with go-containerregistry as a docker-archive tarball tagged with the
+// upstream reference. containerd imports such a tarball under that name.
+//
+// Builds are deterministic: the same inputs give the same image digest.
+package images
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"path/filepath"
+	"slices"
+
+	"github.com/google/go-containerregistry/pkg/name"
+)
+
+// BusyboxSource is where Debian's busybox-static package installs the static
+// busybox binary that the agnhost image carries as /bin/busybox.
+const BusyboxSource = "/bin/busybox"
+
+// BusyboxPackage is the Debian package that provides BusyboxSource.
+const BusyboxPackage = "busybox-static"
+
+// Builtin describes one built-in image: a static binary from the bin dir
+// placed at Path, plus Extra files.
+type Builtin struct {
+	// Name is the short name, e.g. "pause"; it names the tarball (FileName).
+	Name string
+	// Ref is the fully qualified reference the image is tagged with, e.g.
+	// "registry.k8s.io/pause:3.10.2".
+	Ref string
+	// Binary is the file name of the static binary in the bin dir.
+	Binary string
+	// Path is where the binary goes in the image, e.g. "/pause".
+	Path string
+	// Entrypoint is the image config's entrypoint.
+	Entrypoint []string
+	// Cmd is the image config's default arguments to Entrypoint.
+	Cmd []string
+	// Extra lists more files, directories and symlinks for the image.
+	Extra []File
+}
+
+// File is one extra entry in an image's layer. At most one of Dir, Link,
+// Binary, Source or Content says what it is; with none of them set it is an
+// empty regular file.
+type File struct {
+	// Path is the absolute path in the image.
+	Path string
+	// Dir makes the entry a directory.
+	Dir bool
+	// Link makes the entry a symlink pointing at Link.
+	Link string
+	// Binary is the file name of a static binary in the bin dir that the
+	// regular file gets, like Builtin.Binary.
+	Binary string
+	// Source is the host path whose content the regular file gets. A
+	// missing Source fails the build; the error names Package if set.
+	Source string
+	// Package is the Debian package that installs Source, for the error
+	// message when Source is missing.
+	Package string
+	// Content is the content of a regular file without Binary or Source.
+	Content []byte
+	// Mode is the permission bits, with fs.ModeSticky, fs.ModeSetuid and
+	// fs.ModeSetgid allowed; 0 means 0755 for files and directories.
+	// Symlinks are always 0777.
+	Mode fs.FileMode
+}
+
+// Builtins returns the built-in images, in a fixed order: pause, coredns,
+// agnhost. The slice is new on every call; callers may change it.
+func Builtins() []Builtin {
+	return []Builtin{
+		{
+			// containerd v2.4.2's DefaultSandboxImage and kubeadm's
+			// PauseVersion for Kubernetes 1.37.
+			Name:       "pause",
+			Ref:        "registry.k8s.io/pause:3.10.2",
+			Binary:     "pause",
+			Path:       "/pause",
+			Entrypoint: []string{"/pause"},
+		},
+		{
+			// kubeadm's CoreDNSVersion for Kubernetes 1.37.
+			Name:       "coredns",
+			Ref:        "registry.k8s.io/coredns/coredns:v1.14.6",
+			Binary:     "coredns",
+			Path:       "/coredns",
+			Entrypoint: []string{"/coredns"},
+		},
+		{
+			// test/images/agnhost/VERSION in Kubernetes v1.37.2. Upstream is
+			// alpine based and the e2e tests exec shell tools in it, so
+			// busybox provides them. Like upstream it runs "agnhost pause"
+			// by default.
+			Name:       "agnhost",
+			Ref:        "registry.k8s.io/e2e-test-images/agnhost:2.66.1",
+			Binary:     "agnhost",
+			Path:       "/agnhost",
+			Entrypoint: []string{"/agnhost"},
+			Cmd:        []string{"pause"},
+			Extra:      agnhostExtra(),
+		},
+	}
+}
+
+// Lookup returns the built-in image with the given short name.
+func Lookup(name string) (Builtin, bool) {
+	for _, b := range Builtins() {
+		if b.Name == name {
+			return b, true
+		}
+	}
+	return Builtin{}, false
+}
+
+// BusyboxApplets returns the applets the agnhost image links to
+// /bin/busybox. Each is in `busybox --list` of Debian bookworm's
+// busybox-static 1.35.
+func BusyboxApplets() []string {
+	return []string{
+		"awk", "base64", "basename", "cat", "chmod", "chown", "cp", "cut",
+		"date", "dd", "df", "dirname", "du", "echo", "env", "expr", "false",
+		"find", "grep", "head", "hostname", "id", "ifconfig", "ip", "kill",
+		"less", "ln", "ls", "md5sum", "mkdir", "mkfifo", "mount", "mv", "nc",
+		"netstat", "nslookup", "ping", "printf", "ps", "pwd", "readlink",
+		"realpath", "rm", "rmdir", "route", "sed", "seq", "sh", "sha256sum",
+		"sleep", "sort", "stat", "sync", "tail", "tee", "test", "timeout",
+		"top", "touch", "tr", "traceroute", "true", "umount", "uname", "uniq",
+		"vi", "wc", "wget", "which", "whoami", "xargs",
+	}
+}
+
+// agnhostExtra is what the e2e tests expect in agnhost besides the agnhost
+// binary: busybox with its applet links; /agnhost-2, which the entrypoint
+// tests run to tell an overridden entrypoint apart; /coredns, which the DNS
+// tests run as a server; /uploads for netexec; /tmp; and the passwd and
+// group files that tools like id and whoami read.
+func agnhostExtra() []File {
+	files := []File{
+		{Path: "/agnhost-2", Link: "agnhost"},
+		{Path: "/coredns", Binary: "coredns"},
+		{Path: "/uploads", Dir: true},
+		{Path: "/bin/busybox", Source: BusyboxSource, Package: BusyboxPackage},
+		{Path: "/etc/passwd", Mode: 0o644, Content: []byte(
+			"root:x:0:0:root:/root:/bin/sh\n" +
+				"nobody:x:65534:65534:nobody:/nonexistent:/bin/false\n")},
+		{Path: "/etc/group", Mode: 0o644, Content: []byte(
+			"root:x:0:\n" +
+				"nogroup:x:65534:\n")},
+		{Path: "/root", Dir: true, Mode: 0o700},
+		{Path: "/tmp", Dir: true, Mode: 0o777 | fs.ModeSticky},
+	}
+	for _, applet := range BusyboxApplets() {
+		files = append(files, File{Path: "/bin/" + applet, Link: "busybox"})
+	}
+	return files
+}
+
+// FileName returns the name of the image's tarball, e.g. "pause.tar".
+func (b Builtin) FileName() string {
+	return b.Name + ".tar"
+}
+
+// Tag returns Ref parsed as a fully qualified tag. It fails if Ref lacks a
+// registry or a tag.
+func (b Builtin) Tag() (name.Tag, error) {
+	tag, err := name.NewTag(b.Ref, name.StrictValidation)
+	if err != nil {
+		return name.Tag{}, fmt.Errorf("image %q: ref: %w", b.Name, err)
+	}
+	return tag, nil
+}
+
+// Inputs returns the host files the image is built from: the binary in binDir,
+// then every Extra Binary (in binDir) or Source, in order.
+func (b Builtin) Inputs(binDir string) []string {
+	inputs := []string{filepath.Join(binDir, b.Binary)}
+	for _, f := range b.Extra {
+		switch {
+		case f.Binary != "":
+			inputs = append(inputs, filepath.Join(binDir, f.Binary))
+		case f.Source != "":
+			inputs = append(inputs, f.Source)
+		}
+	}
+	return inputs
+}
+
+// WithSource returns a copy of b whose Extra files read from newSource where
+// they read from oldSource, e.g. to take busybox from somewhere other than
+// BusyboxSource.
+func (b Builtin) WithSource(oldSource, newSource string) Builtin {
+	b.Extra = slices.Clone(b.Extra)
+	for i := range b.Extra {
+		if b.Extra[i].Source == oldSource {
+			b.Extra[i].Source = newSource
+		}
+	}
+	b.Entrypoint = slices.Clone(b.Entrypoint)
+	b.Cmd = slices.Clone(b.Cmd)
+	return b
+}
+
+// Validate reports every problem with b at once, joined.
+func (b Builtin) Validate() error {
+	var errs []error
+	if b.Name == "" || path.Base(b.Name) != b.Name || b.Name == "." || b.Name == ".." {
+		errs = append(errs, fmt.Errorf("name %q: must be a plain file name", b.Name))
+	}
+	if _, err := b.Tag(); err != nil {
+		errs = append(errs, err)
+	}
+	if err := checkBinary(b.Binary); err != nil {
+		errs = append(errs, err)
+	}
+	if err := checkImagePath(b.Path); err != nil {
+		errs = append(errs, fmt.Errorf("path: %w", err))
+	}
+	if len(b.Entrypoint) == 0 {
+		errs = append(errs, errors.New("entrypoint: empty"))
+	}
+	seen := map[string]bool{path.Clean(b.Path): true}
+	for _, f := range b.Extra {
+		if err := f.validate(); err != nil {
+			errs = append(errs, fmt.Errorf("extra file %q: %w", f.Path, err))
+			continue
+		}
+		p := path.Clean(f.Path)
+		if seen[p] {
+			errs = append(errs, fmt.Errorf("extra file %q: path given twice", f.Path))
+		}
+		seen[p] = true
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("invalid builtin image %q: %w", b.Name, err)
+	}
+	return nil
+}
+
+func (f File) validate() error {
+	if err := checkImagePath(f.Path); err != nil {
+		return err
+	}
+	kinds := 0
+	for _, set := range []bool{f.Dir, f.Link != "", f.Binary != "", f.Source != "", f.Content != nil} {
+		if set {
+			kinds++
+		}
+	}
+	if kinds > 1 {
+		return errors.New("more than one of Dir, Link, Binary, Source and Content set")
+	}
+	if f.Binary != "" {
+		if err := checkBinary(f.Binary); err != nil {
+			return err
+		}
+	}
+	if f.Mode&^(fs.ModePerm|fs.ModeSticky|fs.ModeSetuid|fs.ModeSetgid) != 0 {
+		return fmt.Errorf("mode %v: only permission, sticky, setuid and setgid bits allowed", f.Mode)
+	}
+	return nil
+}
+
+func checkBinary(name string) error {
+	if name == "" || filepath.Base(name) != name || name == "." || name == ".." {
+		return fmt.Errorf("binary %q: must be a file name in the bin dir", name)
+	}
+	return nil
+}
+
+func checkImagePath(p string) error {
+	if !path.IsAbs(p) {
+		return fmt.Errorf("%q is not absolute", p)
+	}
+	if path.Clean(p) == "/" {
+		return errors.New("the root cannot be an entry")
+	}
+	return nil
+}

@@ -1,0 +1,74 @@
+package images
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"slices"
+
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// Info describes an image tarball written by Build.
+type Info struct {
+	// Tags are the references the tarball's image is tagged with.
+	Tags []string
+	// ID is the digest of the image config ("sha256:…"). It is the image ID
+	// that containerd and crictl show, and it survives import unchanged,
+	// unlike the manifest digest, which containerd computes anew when it
+	// imports a docker-archive.
+	ID string
+	// Size is the size of the tarball in bytes.
+	Size int64
+}
+
+// Inspect reads the manifest of the single-image docker-archive tarball at
+// p without reading its layers. It returns an error if p cannot be read or
+// does not hold exactly one image.
+func Inspect(p string) (Info, error) {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return Info{}, fmt.Errorf("inspect image tarball: %w", err)
+	}
+	m, err := tarball.LoadManifest(func() (io.ReadCloser, error) { return os.Open(p) })
+	if err != nil {
+		return Info{}, fmt.Errorf("inspect image tarball %s: %w", p, err)
+	}
+	if len(m) != 1 {
+		return Info{}, fmt.Errorf("inspect image tarball %s: %d images, want 1", p, len(m))
+	}
+	return Info{Tags: m[0].RepoTags, ID: m[0].Config, Size: fi.Size()}, nil
+}
+
+// UpToDate reports whether out holds b (tagged b.Ref) and is newer than every
+// input of b (see Builtin.Inputs), so that Build can be skipped. A missing
+// out or input gives false and no error, leaving Build to report it; other
+// errors are returned.
+func UpToDate(b Builtin, binDir, out string) (bool, error) {
+	outInfo, err := os.Stat(out)
+	if errors.Is(err, fs.ErrNotExist) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	for _, in := range b.Inputs(binDir) {
+		fi, err := os.Stat(in)
+		if errors.Is(err, fs.ErrNotExist) {
+			return false, nil
+		}
+		if err != nil {
+			return false, err
+		}
+		if !outInfo.ModTime().After(fi.ModTime()) {
+			return false, nil
+		}
+	}
+	info, err := Inspect(out)
+	if err != nil {
+		return false, nil // unreadable or foreign: rebuild it
+	}
+	return slices.Equal(info.Tags, []string{b.Ref}), nil
+}

@@ -1,0 +1,114 @@
+package pki
+
+import (
+	"crypto/x509"
+	"net"
+)
+
+// identity is one leaf certificate the cluster needs: who it is, what it
+// may be used for, and which names it must cover.
+type identity struct {
+	pair   Pair
+	cn     string
+	orgs   []string
+	usages []x509.ExtKeyUsage
+	ips    []net.IP
+	dns    []string
+}
+
+var (
+	serverAuth = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
+	clientAuth = []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
+	bothAuth   = []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
+)
+
+// apiServerDNSNames are always in the apiserver serving certificate.
+var apiServerDNSNames = []string{
+	"kubernetes",
+	"kubernetes.default",
+	"kubernetes.default.svc",
+	"kubernetes.default.svc.cluster.local",
+	"localhost",
+}
+
+// identities lists every leaf certificate of the Spec, CA excluded.
+func (s Spec) identities() []identity {
+	loopback := net.IPv4(127, 0, 0, 1)
+	etcdIPs := uniqueIPs(append(append([]net.IP{}, s.EtcdIPs...), loopback))
+	etcdDNS := []string{"localhost"}
+
+	ids := []identity{
+		{
+			pair:   s.pair(fileAPIServer),
+			cn:     "kube-apiserver",
+			usages: serverAuth,
+			ips:    uniqueIPs(append(append([]net.IP{}, s.APIServerIPs...), loopback)),
+			dns:    uniqueStrings(append(append([]string{}, apiServerDNSNames...), s.APIServerDNSNames...)),
+		},
+		{
+			pair:   s.pair(fileAPIServerKubeletClient),
+			cn:     "kube-apiserver-kubelet-client",
+			orgs:   []string{"system:masters"},
+			usages: clientAuth,
+		},
+		{pair: s.pair(fileAPIServerEtcdClient), cn: "kube-apiserver-etcd-client", usages: clientAuth},
+		{pair: s.pair(fileEtcdServer), cn: "etcd", usages: bothAuth, ips: etcdIPs, dns: etcdDNS},
+		{pair: s.pair(fileEtcdPeer), cn: "etcd-peer", usages: bothAuth, ips: etcdIPs, dns: etcdDNS},
+		{pair: s.pair(fileControllerManager), cn: "system:kube-controller-manager", usages: clientAuth},
+		{pair: s.pair(fileScheduler), cn: "system:kube-scheduler", usages: clientAuth},
+		{pair: s.pair(fileKubeProxy), cn: "system:kube-proxy", usages: clientAuth},
+		{pair: s.pair(fileAdmin), cn: "kubernix-admin", orgs: []string{"system:masters"}, usages: clientAuth},
+	}
+	for _, n := range s.Nodes {
+		serving, client := kubeletFiles(n.Name)
+		ids = append(ids,
+			identity{
+				pair:   s.pair(serving),
+				cn:     n.Name,
+				usages: serverAuth,
+				ips:    uniqueIPs(n.IPs),
+				dns:    []string{n.Name},
+			},
+			identity{
+				pair:   s.pair(client),
+				cn:     "system:node:" + n.Name,
+				orgs:   []string{"system:nodes"},
+				usages: clientAuth,
+			},
+		)
+	}
+	return ids
+}
+
+// uniqueIPs drops repeated addresses (127.0.0.1 given as 4 or 16 bytes is
+// one address), keeping the first occurrence's order.
+func uniqueIPs(ips []net.IP) []net.IP {
+	var out []net.IP
+	for _, ip := range ips {
+		if !containsIP(out, ip) {
+			out = append(out, ip)
+		}
+	}
+	return out
+}
+
+func containsIP(ips []net.IP, ip net.IP) bool {
+	for _, have := range ips {
+		if have.Equal(ip) {
+			return true
+		}
+	}
+	return false
+}
+
+func uniqueStrings(ss []string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, s := range ss {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}

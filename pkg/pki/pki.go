@@ -1,0 +1,292 @@
+// Package pki creates and maintains the key material of a kubernix cluster:
+// a cluster CA, one TLS certificate per identity (apiserver, etcd, the
+// control-plane clients, the admin user and every kubelet), the
+// service-account signing key pair and the apiserver's encryption-at-rest
+// configuration. Everything lives as PEM (or YAML) files in one directory.
+//
+// Ensure is idempotent: what is on disk and still good is reused, so a
+// restarted cluster keeps its identities, and only what is missing, broken
+// or no longer matching the Spec is written again.
+package pki
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+const (
+	// DefaultValidity is the lifetime of a leaf certificate when
+	// Spec.Validity is zero: one year.
+	DefaultValidity = 365 * 24 * time.Hour
+	// CAValidity is the lifetime of a newly created CA: ten years.
+	CAValidity = 10 * 365 * 24 * time.Hour
+	// RenewBefore is the remaining lifetime under which Ensure replaces a
+	// certificate (the CA included) instead of reusing it: 24 hours.
+	RenewBefore = 24 * time.Hour
+)
+
+// File modes of what Ensure writes.
+const (
+	dirMode  os.FileMode = 0o700
+	keyMode  os.FileMode = 0o600
+	certMode os.FileMode = 0o644
+)
+
+// Spec says which identities a cluster needs.
+type Spec struct {
+	// Dir is the directory the files live in, e.g. <state>/pki. It is
+	// created with mode 0700 if missing (and set to 0700 if present).
+	Dir string
+	// ClusterName is used in the CA's common name "kubernix-<ClusterName> CA".
+	ClusterName string
+	// APIServerIPs are the IP SANs of the apiserver serving certificate: the
+	// bind/advertise address and the first service IP (e.g. 10.10.1.1).
+	// 127.0.0.1 is always added.
+	APIServerIPs []net.IP
+	// APIServerDNSNames are DNS SANs of the apiserver serving certificate in
+	// addition to kubernetes, kubernetes.default, kubernetes.default.svc,
+	// kubernetes.default.svc.cluster.local and localhost, which are always
+	// present.
+	APIServerDNSNames []string
+	// EtcdIPs are the IP SANs of the etcd server and peer certificates;
+	// 127.0.0.1 and the DNS name localhost are always added.
+	EtcdIPs []net.IP
+	// Nodes get one kubelet serving and one kubelet client certificate each.
+	Nodes []Node
+	// Validity is the lifetime of newly issued leaf certificates;
+	// DefaultValidity if zero. It is capped at the CA's expiry. A value of
+	// RenewBefore or less makes every Ensure reissue the leaves.
+	Validity time.Duration
+}
+
+// Node is one kubelet of the cluster.
+type Node struct {
+	// Name is the node name (a DNS-1123 subdomain): the kubelet client
+	// certificate is for system:node:<Name>, the serving certificate carries
+	// Name as a DNS SAN.
+	Name string
+	// IPs are the IP SANs of the kubelet serving certificate.
+	IPs []net.IP
+}
+
+// Pair is the path of a PEM certificate and the path of its PEM private key.
+type Pair struct {
+	Cert, Key string
+}
+
+// KubeletPair are the two certificates of one node's kubelet.
+type KubeletPair struct {
+	// Serving is the kubelet's HTTPS serving certificate (ServerAuth).
+	Serving Pair
+	// Client is the kubelet's apiserver client certificate,
+	// CN system:node:<name>, O system:nodes (ClientAuth).
+	Client Pair
+}
+
+// Bundle is the on-disk result of Ensure: paths of everything it made sure
+// exists. All certificates but the CA's are signed by CA.
+type Bundle struct {
+	// CA is the cluster CA (ECDSA P-256, self-signed).
+	CA Pair
+
+	// APIServer is the apiserver serving certificate.
+	APIServer Pair
+	// APIServerKubeletClient is the apiserver's client certificate towards
+	// kubelets (O system:masters).
+	APIServerKubeletClient Pair
+	// APIServerEtcdClient is the apiserver's client certificate towards etcd.
+	APIServerEtcdClient Pair
+
+	// EtcdServer is etcd's client-facing serving certificate.
+	EtcdServer Pair
+	// EtcdPeer is etcd's peer certificate (server and client auth).
+	EtcdPeer Pair
+
+	// ControllerManager, Scheduler, KubeProxy and Admin are client
+	// certificates for system:kube-controller-manager, system:kube-scheduler,
+	// system:kube-proxy and kubernix-admin (O system:masters).
+	ControllerManager, Scheduler, KubeProxy, Admin Pair
+
+	// Kubelets holds the certificates of each node, by node name.
+	Kubelets map[string]KubeletPair
+
+	// ServiceAccountKey is the path of the RSA-2048 service-account signing
+	// key (PKCS#1 PEM, 0600); ServiceAccountPub the path of its public key
+	// (PKIX PEM, 0644).
+	ServiceAccountKey, ServiceAccountPub string
+
+	// EncryptionConfig is the path of the apiserver EncryptionConfiguration
+	// (secretbox with a random 32-byte key for secrets, identity fallback),
+	// mode 0600.
+	EncryptionConfig string
+
+	// Generated lists the paths Ensure wrote in this call, in write order;
+	// it is empty when everything on disk was reused.
+	Generated []string
+}
+
+// Ensure makes sure every file the Spec calls for exists in spec.Dir and
+// returns their paths.
+//
+// A file set is reused when it parses, its key matches, it is signed by the
+// current CA, its subject, extended key usages and SANs cover what the Spec
+// asks for, and it is valid for more than RenewBefore; otherwise only that
+// certificate and key are issued again. A missing or invalid CA is replaced,
+// which reissues every certificate. The service-account key pair and the
+// encryption configuration are not signed by the CA and are kept as long as
+// they are valid, so a new CA does not make existing tokens or encrypted
+// secrets in etcd unreadable.
+//
+// Files are written atomically (temporary file and rename); keys and the
+// encryption configuration get mode 0600, certificates and the public key
+// 0644. An invalid Spec yields one error listing every problem; I/O and
+// crypto errors are wrapped with the file they concern.
+func Ensure(spec Spec) (*Bundle, error) {
+	return ensure(spec, time.Now())
+}
+
+// ensure is Ensure at a given time, so tests can move the clock.
+func ensure(spec Spec, now time.Time) (*Bundle, error) {
+	if err := spec.validate(); err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(spec.Dir, dirMode); err != nil {
+		return nil, fmt.Errorf("pki: create %s: %w", spec.Dir, err)
+	}
+	if err := os.Chmod(spec.Dir, dirMode); err != nil {
+		return nil, fmt.Errorf("pki: chmod %s: %w", spec.Dir, err)
+	}
+
+	b := spec.bundle()
+	w := &writer{}
+	ca, err := ensureCA(w, b.CA, caCommonName(spec.ClusterName), now)
+	if err != nil {
+		return nil, err
+	}
+	validity := spec.Validity
+	if validity == 0 {
+		validity = DefaultValidity
+	}
+	for _, id := range spec.identities() {
+		if err := ensureLeaf(w, ca, id, now, validity); err != nil {
+			return nil, err
+		}
+	}
+	if err := ensureServiceAccountKey(w, b.ServiceAccountKey, b.ServiceAccountPub); err != nil {
+		return nil, err
+	}
+	if err := ensureEncryptionConfig(w, b.EncryptionConfig); err != nil {
+		return nil, err
+	}
+	b.Generated = w.written
+	return b, nil
+}
+
+// validate reports every problem of the Spec at once.
+func (s Spec) validate() error {
+	var errs []error
+	if s.Dir == "" {
+		errs = append(errs, errors.New("dir is empty"))
+	}
+	if s.ClusterName == "" {
+		errs = append(errs, errors.New("cluster name is empty"))
+	}
+	if s.Validity < 0 {
+		errs = append(errs, fmt.Errorf("validity %s is negative", s.Validity))
+	}
+	errs = append(errs, checkIPs("apiserver IP", s.APIServerIPs)...)
+	errs = append(errs, checkIPs("etcd IP", s.EtcdIPs)...)
+	for _, name := range s.APIServerDNSNames {
+		for _, msg := range validation.IsDNS1123Subdomain(name) {
+			errs = append(errs, fmt.Errorf("apiserver DNS name %q: %s", name, msg))
+		}
+	}
+	seen := map[string]bool{}
+	for i, n := range s.Nodes {
+		for _, msg := range validation.IsDNS1123Subdomain(n.Name) {
+			errs = append(errs, fmt.Errorf("node %d name %q: %s", i, n.Name, msg))
+		}
+		if seen[n.Name] {
+			errs = append(errs, fmt.Errorf("node %d name %q: duplicate", i, n.Name))
+		}
+		seen[n.Name] = true
+		errs = append(errs, checkIPs(fmt.Sprintf("node %q IP", n.Name), n.IPs)...)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("pki: invalid spec: %w", err)
+	}
+	return nil
+}
+
+func checkIPs(what string, ips []net.IP) []error {
+	var errs []error
+	for i, ip := range ips {
+		if len(ip) != net.IPv4len && len(ip) != net.IPv6len {
+			errs = append(errs, fmt.Errorf("%s %d is not an IP address (%d bytes)", what, i, len(ip)))
+		}
+	}
+	return errs
+}
+
+func caCommonName(cluster string) string { return "kubernix-" + cluster + " CA" }
+
+// File names, relative to Spec.Dir, without the .crt/.key extension.
+const (
+	fileCA                     = "ca"
+	fileAPIServer              = "apiserver"
+	fileAPIServerKubeletClient = "apiserver-kubelet-client"
+	fileAPIServerEtcdClient    = "apiserver-etcd-client"
+	fileEtcdServer             = "etcd-server"
+	fileEtcdPeer               = "etcd-peer"
+	fileControllerManager      = "controller-manager"
+	fileScheduler              = "scheduler"
+	fileKubeProxy              = "kube-proxy"
+	fileAdmin                  = "admin"
+	fileServiceAccountKey      = "sa.key"
+	fileServiceAccountPub      = "sa.pub"
+	fileEncryptionConfig       = "encryption-config.yaml"
+)
+
+// kubeletFiles returns the serving and client file names of a node. Each
+// node has its own subdirectory, so no node name can clash with another
+// file.
+func kubeletFiles(node string) (serving, client string) {
+	dir := filepath.Join("kubelet", node)
+	return filepath.Join(dir, "serving"), filepath.Join(dir, "client")
+}
+
+func (s Spec) pair(name string) Pair {
+	p := filepath.Join(s.Dir, name)
+	return Pair{Cert: p + ".crt", Key: p + ".key"}
+}
+
+// bundle returns the paths of everything the Spec calls for.
+func (s Spec) bundle() *Bundle {
+	b := &Bundle{
+		CA:                     s.pair(fileCA),
+		APIServer:              s.pair(fileAPIServer),
+		APIServerKubeletClient: s.pair(fileAPIServerKubeletClient),
+		APIServerEtcdClient:    s.pair(fileAPIServerEtcdClient),
+		EtcdServer:             s.pair(fileEtcdServer),
+		EtcdPeer:               s.pair(fileEtcdPeer),
+		ControllerManager:      s.pair(fileControllerManager),
+		Scheduler:              s.pair(fileScheduler),
+		KubeProxy:              s.pair(fileKubeProxy),
+		Admin:                  s.pair(fileAdmin),
+		Kubelets:               make(map[string]KubeletPair, len(s.Nodes)),
+		ServiceAccountKey:      filepath.Join(s.Dir, fileServiceAccountKey),
+		ServiceAccountPub:      filepath.Join(s.Dir, fileServiceAccountPub),
+		EncryptionConfig:       filepath.Join(s.Dir, fileEncryptionConfig),
+	}
+	for _, n := range s.Nodes {
+		serving, client := kubeletFiles(n.Name)
+		b.Kubelets[n.Name] = KubeletPair{Serving: s.pair(serving), Client: s.pair(client)}
+	}
+	return b
+}
