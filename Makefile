@@ -43,17 +43,18 @@ $(BIN)/kubectl: $(BUNDLE_DEPS)
 $(BIN)/agnhost: $(BUNDLE_DEPS)
 	cd bundle && CGO_ENABLED=0 $(GO) build -ldflags '-s -w' -o $@ k8s.io/kubernetes/test/images/agnhost
 
+CONTAINERD_PKG := github.com/containerd/containerd/v2
+CONTAINERD_LDFLAGS := -s -w -X $(CONTAINERD_PKG)/version.Version=$(CONTAINERD_VERSION) \
+	-X $(CONTAINERD_PKG)/version.Revision=$(CONTAINERD_VERSION)
 $(BIN)/containerd $(BIN)/containerd-shim-runc-v2 &: assets/versions.env
-	GOBIN=$(BIN) CGO_ENABLED=0 $(GO) install -ldflags '-s -w \
-		-X github.com/containerd/containerd/v2/version.Version=$(CONTAINERD_VERSION) \
-		-X github.com/containerd/containerd/v2/version.Revision=$(CONTAINERD_VERSION)' \
-		github.com/containerd/containerd/v2/cmd/containerd@$(CONTAINERD_VERSION) \
-		github.com/containerd/containerd/v2/cmd/containerd-shim-runc-v2@$(CONTAINERD_VERSION)
+	GOBIN=$(BIN) CGO_ENABLED=0 $(GO) install -ldflags '$(CONTAINERD_LDFLAGS)' \
+		$(CONTAINERD_PKG)/cmd/containerd@$(CONTAINERD_VERSION) \
+		$(CONTAINERD_PKG)/cmd/containerd-shim-runc-v2@$(CONTAINERD_VERSION)
 	touch $(BIN)/containerd $(BIN)/containerd-shim-runc-v2
 
+CRICTL_LDFLAGS := -s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$(CRICTL_VERSION)
 $(BIN)/crictl: assets/versions.env
-	GOBIN=$(BIN) CGO_ENABLED=0 $(GO) install -ldflags '-s -w \
-		-X sigs.k8s.io/cri-tools/pkg/version.Version=$(CRICTL_VERSION)' \
+	GOBIN=$(BIN) CGO_ENABLED=0 $(GO) install -ldflags '$(CRICTL_LDFLAGS)' \
 		sigs.k8s.io/cri-tools/cmd/crictl@$(CRICTL_VERSION)
 	touch $@
 

@@ -85,8 +85,9 @@ func (f *Finder) Find(name string) (string, error) {
 	return "", fmt.Errorf("%w: %s (looked in %s)", ErrNotFound, name, f.Where())
 }
 
-// Version runs path with args and returns the first line of its output
-// (stdout, else stderr), with a 10 s limit.
+// Version runs path with args and returns its output (stdout, else
+// stderr) on one line, whitespace collapsed, at most 120 bytes, with a 10 s
+// limit.
 func Version(ctx context.Context, path string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -100,6 +101,25 @@ func Version(ctx context.Context, path string, args ...string) (string, error) {
 	if strings.TrimSpace(text) == "" {
 		text = errOut.String()
 	}
-	line, _, _ := strings.Cut(strings.TrimSpace(text), "\n")
+	line := strings.Join(strings.Fields(text), " ")
+	if len(line) > 120 {
+		line = line[:120]
+	}
 	return line, nil
+}
+
+// ImagesDir returns the first directory holding the built-in image
+// tarballs (pause.tar): "images" beside each searched bin dir's parent
+// (so _output/images for _output/bin), then <dir>/_output/images.
+func (f *Finder) ImagesDir() (string, error) {
+	var tried []string
+	for _, dir := range f.Dirs {
+		for _, cand := range []string{filepath.Join(filepath.Dir(dir), "images"), filepath.Join(dir, "_output", "images")} {
+			tried = append(tried, cand)
+			if st, err := os.Stat(filepath.Join(cand, "pause.tar")); err == nil && st.Mode().IsRegular() {
+				return cand, nil
+			}
+		}
+	}
+	return "", fmt.Errorf("built-in images (pause.tar, coredns.tar, ...) not found in %s: run `make images`", strings.Join(tried, ", "))
 }

@@ -11,6 +11,12 @@ import (
 	"github.com/kubernix/kubernix/pkg/cli/common"
 	"github.com/kubernix/kubernix/pkg/cli/configcmd"
 	"github.com/kubernix/kubernix/pkg/cli/doctor"
+	"github.com/kubernix/kubernix/pkg/cli/down"
+	"github.com/kubernix/kubernix/pkg/cli/envcmd"
+	"github.com/kubernix/kubernix/pkg/cli/logs"
+	"github.com/kubernix/kubernix/pkg/cli/sandbox"
+	"github.com/kubernix/kubernix/pkg/cli/status"
+	"github.com/kubernix/kubernix/pkg/cli/up"
 	"github.com/kubernix/kubernix/pkg/cli/version"
 	"github.com/kubernix/kubernix/pkg/config"
 )
@@ -54,6 +60,13 @@ func NewRootCommand(streams common.Streams, environ []string) *cobra.Command {
 		version.NewCommand(env),
 		configcmd.NewCommand(env),
 		doctor.NewCommand(env),
+		up.NewCommand(env),
+		down.NewCommand(env),
+		status.NewCommand(env),
+		logs.NewCommand(env),
+		envcmd.NewEnvCommand(env),
+		envcmd.NewShellCommand(env),
+		sandbox.NewCommand(env),
 	)
 	return root
 }

@@ -48,7 +48,9 @@ func (p Paths) Run(scope, component string) string {
 func (p Paths) Supervisor() string { return filepath.Join(p.State, "supervisor") }
 
 // Node is the state directory of one node.
-func (p Paths) Node(name string) NodePaths { return NodePaths{Dir: filepath.Join(p.State, "nodes", name)} }
+func (p Paths) Node(name string) NodePaths {
+	return NodePaths{Dir: filepath.Join(p.State, "nodes", name)}
+}
 
 // NodePaths lays out one node's state directory.
 type NodePaths struct{ Dir string }

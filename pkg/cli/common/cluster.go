@@ -1,0 +1,69 @@
+package common
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/kubernix/kubernix/pkg/bins"
+	"github.com/kubernix/kubernix/pkg/cluster"
+	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/doctor"
+)
+
+// SavedConfig returns the config a cluster was started with, from
+// <state>/kubernix.toml, for the verbs that act on an existing cluster
+// (down, status, logs, env, image). The name and state dir come from flags
+// and environment as usual. It errors wrapping os.ErrNotExist when no
+// cluster was ever started there.
+func (e *Env) SavedConfig() (config.Config, error) {
+	cfg, err := config.Load(e.Flags, e.Environ)
+	if err != nil {
+		return cfg, err
+	}
+	path := cfg.Paths().ConfigFile()
+	if _, err := os.Stat(path); err != nil {
+		return cfg, fmt.Errorf("no cluster %q in %s (%w); start one with `kubernix up`", cfg.Name, cfg.StateDir, os.ErrNotExist)
+	}
+	saved, err := config.Load(nil, []string{config.EnvPrefix + "CONFIG=" + path})
+	if err != nil {
+		return cfg, err
+	}
+	// Where the state lives is where we found it, whatever the file says.
+	saved.StateDir = cfg.StateDir
+	return saved, nil
+}
+
+// Plan builds the cluster plan of cfg. With check (up), it runs the
+// doctor's checks for the binary paths and host facts, and failed checks
+// are an error; without (down, status, logs), the plan only locates the
+// cluster's state.
+func Plan(ctx context.Context, cfg config.Config, check bool) (*cluster.Plan, doctor.Report, error) {
+	finder := bins.NewFinder(cfg.BinDir)
+	if !check {
+		imagesDir, _ := finder.ImagesDir()
+		plan, err := cluster.NewPlan(cfg, doctor.Facts{Paths: map[string]string{}}, imagesDir)
+		return plan, nil, err
+	}
+	report, facts := doctor.Check(ctx, finder, cfg.CNIDir)
+	if report.Failed() {
+		return nil, report, errors.New("the host is not ready for a cluster (`kubernix doctor` shows how to fix it)")
+	}
+	imagesDir, err := finder.ImagesDir()
+	if err != nil {
+		return nil, report, err
+	}
+	plan, err := cluster.NewPlan(cfg, facts, imagesDir)
+	return plan, report, err
+}
+
+// BinDir is the directory of the bundled kubectl and crictl, "" if not found.
+func BinDir(cfg config.Config) string {
+	p, err := bins.NewFinder(cfg.BinDir).Find("kubectl")
+	if err != nil {
+		return ""
+	}
+	return filepath.Dir(p)
+}

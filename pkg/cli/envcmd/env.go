@@ -1,0 +1,89 @@
+// Package envcmd implements `kubernix env` and `kubernix shell`: the
+// environment that points kubectl and crictl at a cluster.
+package envcmd
+
+import (
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/kubernix/kubernix/pkg/cli/common"
+	"github.com/kubernix/kubernix/pkg/config"
+)
+
+// Vars returns the cluster's environment as KEY=VALUE: KUBECONFIG (the
+// admin kubeconfig), CONTAINER_RUNTIME_ENDPOINT and IMAGE_SERVICE_ENDPOINT
+// (node 0's containerd, for crictl), and PATH led by the directory holding
+// the bundled kubectl and crictl.
+func Vars(cfg config.Config) []string {
+	p := cfg.Paths()
+	sock := "unix://" + p.Node(cfg.NodeName(0)).ContainerdSocket()
+	vars := []string{
+		"KUBECONFIG=" + p.Kubeconfig("admin"),
+		"CONTAINER_RUNTIME_ENDPOINT=" + sock,
+		"IMAGE_SERVICE_ENDPOINT=" + sock,
+		"KUBERNIX_NAME=" + cfg.Name,
+	}
+	if dir := common.BinDir(cfg); dir != "" {
+		vars = append(vars, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	}
+	return vars
+}
+
+// NewEnvCommand returns `kubernix env`: the variables as shell exports, for
+// `eval "$(kubernix env)"`.
+func NewEnvCommand(env *common.Env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "env",
+		Short: "Print shell exports pointing kubectl and crictl at the cluster",
+		Long:  "Print shell exports (KUBECONFIG, CONTAINER_RUNTIME_ENDPOINT, PATH with the bundled kubectl and crictl); use as eval \"$(kubernix env)\".",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := env.SavedConfig()
+			if err != nil {
+				return err
+			}
+			for _, kv := range Vars(cfg) {
+				k, v, _ := strings.Cut(kv, "=")
+				common.Fprintf(env.Streams.Out, "export %s=%s\n", k, shellQuote(v))
+			}
+			return nil
+		},
+	}
+}
+
+// NewShellCommand returns `kubernix shell`: the user's shell (or the given
+// command) with the cluster's environment.
+func NewShellCommand(env *common.Env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "shell [-- COMMAND [ARG...]]",
+		Short: "Start a shell (or run a command) with the cluster's environment",
+		RunE: func(cmd *cobra.Command, args []string) error {
+			cfg, err := env.SavedConfig()
+			if err != nil {
+				return err
+			}
+			if len(args) == 0 {
+				if cfg.Shell == "" {
+					return fmt.Errorf("no shell: set $SHELL or --shell")
+				}
+				args = []string{cfg.Shell}
+			}
+			c := exec.CommandContext(cmd.Context(), args[0], args[1:]...)
+			c.Stdin, c.Stdout, c.Stderr = env.Streams.In, env.Streams.Out, env.Streams.Err
+			c.Env = append(os.Environ(), Vars(cfg)...)
+			if err := c.Run(); err != nil {
+				if exit, ok := err.(*exec.ExitError); ok {
+					return &common.ExitError{Code: exit.ExitCode(), Err: err}
+				}
+				return err
+			}
+			return nil
+		},
+	}
+}
+
+func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -1,0 +1,31 @@
+// Package sandbox implements the hidden `kubernix sandbox-init`, the
+// process that holds a container-executor node's namespaces.
+package sandbox
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/kubernix/kubernix/pkg/cli/common"
+	"github.com/kubernix/kubernix/pkg/node"
+)
+
+// NewCommand returns `kubernix sandbox-init`, run by unshare(1) inside new
+// namespaces; see node.SandboxInit.
+func NewCommand(env *common.Env) *cobra.Command {
+	var hostname, ready string
+	var shared []string
+	cmd := &cobra.Command{
+		Use:    "sandbox-init",
+		Short:  "internal: hold a node sandbox's namespaces",
+		Hidden: true,
+		Args:   cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return node.SandboxInit(cmd.Context(), hostname, shared, ready)
+		},
+	}
+	cmd.Flags().StringVar(&hostname, "hostname", "", "hostname of the sandbox")
+	cmd.Flags().StringVar(&ready, "ready-file", "", "file written once the sandbox is set up")
+	cmd.Flags().StringArrayVar(&shared, "shared", nil, "directory to make an rshared bind mount")
+	_ = env
+	return cmd
+}

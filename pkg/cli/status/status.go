@@ -1,0 +1,162 @@
+// Package status implements `kubernix status`.
+package status
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubernix/kubernix/pkg/cli/common"
+	"github.com/kubernix/kubernix/pkg/cluster"
+	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/process"
+)
+
+// NewCommand returns `kubernix status`: the supervisor, every component
+// with its PID and state, and, when the apiserver answers, the nodes'
+// Ready condition and the addons' availability. --timings shows when each
+// component started and became ready in the last up. It exits 1 when
+// something is not running or not healthy.
+func NewCommand(env *common.Env) *cobra.Command {
+	var timings bool
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the cluster's components, PIDs and health",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			cfg, err := env.SavedConfig()
+			if err != nil {
+				return err
+			}
+			if timings {
+				return printTimings(env.Streams.Out, cfg.Paths())
+			}
+			return printStatus(cmd.Context(), env.Streams.Out, cfg)
+		},
+	}
+	cmd.Flags().BoolVar(&timings, "timings", false, "show the phase and component timings of the last up")
+	return cmd
+}
+
+func printStatus(ctx context.Context, out io.Writer, cfg config.Config) error {
+	p := cfg.Paths()
+	healthy := true
+	if pid, ok := cluster.Running(p); ok {
+		fmt.Fprintf(out, "cluster %q: supervisor pid %d, state %s\n", cfg.Name, pid, p.State)
+	} else {
+		healthy = false
+		fmt.Fprintf(out, "cluster %q: no supervisor running (state %s)\n", cfg.Name, p.State)
+	}
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "COMPONENT\tSCOPE\tPID\tSTATE\tSINCE")
+	scopes := append([]string{config.ControlPlaneScope}, cfg.NodeNames()...)
+	for _, scope := range scopes {
+		entries, _ := os.ReadDir(p.Run(scope, ""))
+		var names []string
+		for _, e := range entries {
+			if e.IsDir() {
+				names = append(names, e.Name())
+			}
+		}
+		sort.Strings(names)
+		for _, name := range names {
+			dir := p.Run(scope, name)
+			info, err := process.ReadRun(dir)
+			if err != nil {
+				continue
+			}
+			state := "running"
+			pid, ok := process.Running(dir)
+			if !ok {
+				state, pid, healthy = "stopped", info.PID, false
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", name, scope, pid, state, info.StartedAt.Local().Format(time.DateTime))
+		}
+	}
+	tw.Flush()
+	rc, err := clientcmd.BuildConfigFromFlags("", p.Kubeconfig("admin"))
+	if err != nil {
+		return err
+	}
+	rc.Timeout = 3 * time.Second
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		fmt.Fprintf(out, "apiserver: not answering (%v)\n", err)
+		return &common.ExitError{Code: 1, Err: fmt.Errorf("cluster %q is not healthy", cfg.Name)}
+	}
+	tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NODE\tREADY\tINTERNAL-IP\tPOD-CIDR")
+	for _, n := range nodes.Items {
+		ready := "Unknown"
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady {
+				ready = string(c.Status)
+			}
+		}
+		if ready != "True" {
+			healthy = false
+		}
+		ip := ""
+		for _, a := range n.Status.Addresses {
+			if a.Type == corev1.NodeInternalIP {
+				ip = a.Address
+			}
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", n.Name, ready, ip, strings.Join(n.Spec.PodCIDRs, ","))
+	}
+	tw.Flush()
+	for _, addon := range cfg.Addons {
+		if addon == "coredns" {
+			d, err := client.AppsV1().Deployments("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
+			if err != nil {
+				healthy = false
+				fmt.Fprintf(out, "addon coredns: %v\n", err)
+				continue
+			}
+			fmt.Fprintf(out, "addon coredns: %d/%d ready\n", d.Status.ReadyReplicas, d.Status.Replicas)
+			if d.Status.ReadyReplicas == 0 {
+				healthy = false
+			}
+		}
+	}
+	if !healthy {
+		return &common.ExitError{Code: 1, Err: fmt.Errorf("cluster %q is not healthy", cfg.Name)}
+	}
+	return nil
+}
+
+func printTimings(out io.Writer, p config.Paths) error {
+	t, err := cluster.ReadTimings(p)
+	if err != nil {
+		return fmt.Errorf("no timings recorded (has the cluster been up?): %w", err)
+	}
+	fmt.Fprintf(out, "total %s (prepare %s)\n", t.Total.Round(time.Millisecond), t.Prepare.Round(time.Millisecond))
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "PHASE\tCOMPONENT\tSTARTED(+s)\tREADY(+s)\tTOOK")
+	var first time.Time
+	for _, c := range t.Components {
+		if first.IsZero() || c.Started.Before(first) {
+			first = c.Started
+		}
+	}
+	sort.Slice(t.Components, func(i, j int) bool { return t.Components[i].Started.Before(t.Components[j].Started) })
+	for _, c := range t.Components {
+		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.3f\t%s\n", c.Phase, c.Name, c.Started.Sub(first).Seconds(), c.Ready.Sub(first).Seconds(), c.Elapsed.Round(time.Millisecond))
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,262 @@
+// Package up implements `kubernix up`: it validates the config, checks the
+// host, and brings the cluster up, staying in the foreground as its
+// supervisor (Ctrl-C or SIGTERM runs an orderly down) or, with --detach,
+// handing over to a background supervisor and returning once Ready.
+package up
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+	"golang.org/x/term"
+
+	"github.com/kubernix/kubernix/pkg/cli/common"
+	"github.com/kubernix/kubernix/pkg/cli/envcmd"
+	"github.com/kubernix/kubernix/pkg/cluster"
+	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/process"
+)
+
+type flags struct {
+	detach   bool
+	retain   bool
+	notifyFD int
+	timeout  time.Duration
+}
+
+// NewCommand returns `kubernix up`.
+func NewCommand(env *common.Env) *cobra.Command {
+	f := &flags{}
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start a cluster and supervise it (foreground, or --detach)",
+		Long: `Start a cluster: etcd, the control plane, and per node containerd, kubelet
+and kube-proxy, then CoreDNS. It returns (with --detach) or reports ready once
+every node is Ready and CoreDNS is Available, and merges the context
+kubernix-<name> into your kubeconfig.
+
+In the foreground, kubernix stays the cluster's supervisor: Ctrl-C or SIGTERM
+brings it down in order. On a terminal it starts --shell with the cluster's
+environment (see kubernix env) and brings the cluster down when it exits.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), env, f) },
+	}
+	cmd.Flags().BoolVarP(&f.detach, "detach", "d", false, "start a background supervisor and return once the cluster is Ready")
+	cmd.Flags().BoolVar(&f.retain, "retain", false, "on failure, keep what was started for inspection (kubernix down removes it)")
+	cmd.Flags().DurationVar(&f.timeout, "timeout", 5*time.Minute, "give up if the cluster is not Ready in this time")
+	cmd.Flags().IntVar(&f.notifyFD, "notify-fd", 0, "internal: report progress and readiness to a detaching parent on this fd")
+	_ = cmd.Flags().MarkHidden("notify-fd")
+	return cmd
+}
+
+func run(ctx context.Context, env *common.Env, f *flags) error {
+	cfg, err := env.Config()
+	if err != nil {
+		return err
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("kubernix up needs root: run it with sudo (rootless mode is not available yet)")
+	}
+	log := env.Logger(cfg)
+	if pid, ok := cluster.Running(cfg.Paths()); ok {
+		return fmt.Errorf("%w: %s (supervisor pid %d); use another --name, or `kubernix down --name %s`", cluster.ErrTaken, cfg.Name, pid, cfg.Name)
+	}
+	port, err := cluster.ChoosePort(cfg)
+	if err != nil {
+		return err
+	}
+	if port != cfg.APIServerPort {
+		common.Fprintf(env.Streams.Err, "apiserver port %d is in use; using %d\n", cfg.APIServerPort, port)
+		cfg.APIServerPort = port
+	}
+	plan, report, err := common.Plan(ctx, cfg, true)
+	if err != nil {
+		if report != nil {
+			report.Failures().Print(env.Streams.Err)
+		}
+		return err
+	}
+	if f.detach {
+		return detach(ctx, env, cfg, f)
+	}
+	var notify io.Writer
+	if f.notifyFD > 0 {
+		nf := os.NewFile(uintptr(f.notifyFD), "notify")
+		defer nf.Close()
+		notify = nf
+	}
+	progress := env.Streams.Out
+	if notify != nil {
+		progress = io.MultiWriter(progress, prefixWriter{w: notify, prefix: "progress "})
+	}
+	common.Fprintf(env.Streams.Out, "Starting %s\n", plan)
+	upCtx, cancel := context.WithTimeout(ctx, f.timeout)
+	defer cancel()
+	c, err := cluster.Up(upCtx, plan, log, cluster.Options{Progress: progress, Retain: f.retain})
+	if err != nil {
+		if notify != nil {
+			fmt.Fprintf(notify, "error %s\n", strings.ReplaceAll(err.Error(), "\n", "\\n"))
+		}
+		return err
+	}
+	if notify != nil {
+		fmt.Fprintln(notify, "ready")
+	}
+	interactive := !cfg.NoShell && cfg.Shell != "" && notify == nil && isTerminal(env.Streams.In)
+	if interactive {
+		err = runShell(ctx, env, cfg)
+	} else {
+		common.Fprintf(env.Streams.Out, "supervising; Ctrl-C or SIGTERM brings the cluster down\n")
+		select {
+		case <-ctx.Done():
+		case err = <-c.Failed():
+			log.Error("cluster failed", "err", err)
+		}
+	}
+	common.Fprintf(env.Streams.Out, "bringing cluster %q down\n", cfg.Name)
+	return errors.Join(err, c.Down(context.WithoutCancel(ctx)))
+}
+
+// prefixWriter prefixes every line written with prefix.
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p prefixWriter) Write(b []byte) (int, error) {
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		if line == "" {
+			continue
+		}
+		if _, err := io.WriteString(p.w, p.prefix+line); err != nil {
+			return 0, err
+		}
+	}
+	return len(b), nil
+}
+
+func isTerminal(r io.Reader) bool {
+	f, ok := r.(*os.File)
+	return ok && term.IsTerminal(int(f.Fd()))
+}
+
+// runShell runs the user's shell with the cluster's environment until it exits.
+func runShell(ctx context.Context, env *common.Env, cfg config.Config) error {
+	common.Fprintf(env.Streams.Out, "starting %s with the cluster's environment; exit it to bring the cluster down\n", cfg.Shell)
+	sh := exec.Command(cfg.Shell)
+	sh.Stdin, sh.Stdout, sh.Stderr = env.Streams.In, env.Streams.Out, env.Streams.Err
+	sh.Env = append(os.Environ(), envcmd.Vars(cfg)...)
+	if err := sh.Start(); err != nil {
+		return err
+	}
+	// The shell owns the terminal: a Ctrl-C there is for it, not for us.
+	signal.Ignore(os.Interrupt)
+	defer signal.Reset(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- sh.Wait() }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done(): // SIGTERM
+		_ = sh.Process.Signal(syscall.SIGHUP)
+		<-done
+		return nil
+	}
+}
+
+// detach starts `kubernix up` again as a background supervisor in its own
+// session, logging to <state>/supervisor.log, and relays its progress until
+// it reports ready (exit 0) or an error (exit 1, with its message).
+func detach(ctx context.Context, env *common.Env, cfg config.Config, f *flags) error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	logPath := cfg.Paths().Log(cluster.SupervisorScope, "supervisor")
+	if err := os.MkdirAll(dirOf(logPath), 0o755); err != nil {
+		return err
+	}
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	args := []string{"up", "--notify-fd", "3", "--no-shell", "--timeout", f.timeout.String(),
+		"--apiserver-port", strconv.Itoa(cfg.APIServerPort)}
+	if f.retain {
+		args = append(args, "--retain")
+	}
+	args = append(args, passThroughArgs(os.Args[1:])...)
+	child := exec.Command(self, args...)
+	child.Stdin = nil
+	child.Stdout, child.Stderr = logFile, logFile
+	child.ExtraFiles = []*os.File{w}
+	child.Env = os.Environ()
+	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := child.Start(); err != nil {
+		w.Close()
+		r.Close()
+		return fmt.Errorf("start supervisor: %w", err)
+	}
+	w.Close()
+	defer r.Close()
+	exited := make(chan error, 1)
+	go func() { exited <- child.Wait() }()
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "progress "):
+			common.Fprintf(env.Streams.Out, "%s\n", strings.TrimPrefix(line, "progress "))
+		case line == "ready":
+			common.Fprintf(env.Streams.Out, "supervisor running as pid %d (log %s); `kubernix down --name %s` stops it\n", child.Process.Pid, logPath, cfg.Name)
+			_ = child.Process.Release()
+			return nil
+		case strings.HasPrefix(line, "error "):
+			<-exited
+			return errors.New(strings.ReplaceAll(strings.TrimPrefix(line, "error "), "\\n", "\n"))
+		}
+	}
+	select {
+	case err := <-exited:
+		tail, _ := process.Tail(logPath, 20)
+		return fmt.Errorf("supervisor exited before the cluster was ready (%v); last lines of %s:\n%s", err, logPath, strings.Join(tail, "\n"))
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// passThroughArgs drops --detach/-d from the command line, keeping the
+// global and config flags for the supervisor.
+func passThroughArgs(args []string) []string {
+	var out []string
+	for _, a := range args {
+		if a == "up" || a == "--detach" || a == "-d" || strings.HasPrefix(a, "--detach=") {
+			continue
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+func dirOf(p string) string {
+	if i := strings.LastIndex(p, "/"); i > 0 {
+		return p[:i]
+	}
+	return "."
+}

@@ -1,0 +1,140 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/components"
+	"github.com/kubernix/kubernix/pkg/components/apiserver"
+	"github.com/kubernix/kubernix/pkg/components/controllermanager"
+	"github.com/kubernix/kubernix/pkg/components/etcd"
+	"github.com/kubernix/kubernix/pkg/components/scheduler"
+	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/process"
+)
+
+// register adds every component of the cluster to the registry.
+func (c *Cluster) register(r *component.Registry) error {
+	cp, err := c.controlPlane()
+	if err != nil {
+		return err
+	}
+	if err := r.Add(cp...); err != nil {
+		return err
+	}
+	for _, nd := range c.Plan.Nodes {
+		ncs, err := c.nodeComponents(nd)
+		if err != nil {
+			return fmt.Errorf("node %s: %w", nd.Name, err)
+		}
+		if err := r.Add(ncs...); err != nil {
+			return err
+		}
+	}
+	for _, addon := range c.Plan.Cfg.Addons {
+		switch addon {
+		case "coredns":
+			if err := r.Add(c.coreDNS()); err != nil {
+				return err
+			}
+		default:
+			return fmt.Errorf("unknown addon %q", addon)
+		}
+	}
+	return nil
+}
+
+// cmd fills the common fields of a component's process.Command.
+func (c *Cluster) cmd(scope, name string, pc process.Command) process.Command {
+	pc.Scope = scope
+	pc.LogFile = c.Plan.Paths.Log(scope, name)
+	pc.RunDir = c.Plan.Paths.Run(scope, name)
+	if pc.Env == nil {
+		pc.Env = c.env()
+	}
+	return pc
+}
+
+// env is the environment of every component: the host's, with PATH led by
+// the directory of our binaries (containerd finds its shim there).
+func (c *Cluster) env() []string {
+	dirs := []string{filepath.Dir(c.Plan.Bin("containerd"))}
+	if p := c.Plan.Bin("runc"); p != "" {
+		dirs = append(dirs, filepath.Dir(p))
+	}
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "PATH=") && !strings.HasPrefix(kv, "NOTIFY_SOCKET=") {
+			env = append(env, kv)
+		}
+	}
+	return append(env, "PATH="+strings.Join(append(dirs, filepath.SplitList(os.Getenv("PATH"))...), ":"))
+}
+
+func (c *Cluster) controlPlane() ([]component.Component, error) {
+	p := c.Plan
+	scope := config.ControlPlaneScope
+	etcdSpec := etcd.Spec{
+		Binary: p.Bin("etcd"), Name: p.Cfg.Name, DataDir: p.Paths.EtcdData(),
+		IP: p.APIServerIP, PKI: c.PKI,
+	}
+	etcdTLS, err := components.ClientTLS(c.PKI.CA.Cert, c.PKI.APIServerEtcdClient)
+	if err != nil {
+		return nil, err
+	}
+	apiSpec := apiserver.Spec{
+		Binary: p.Bin("kube-apiserver"), IP: p.APIServerIP, Port: p.Cfg.APIServerPort,
+		EtcdURL: etcdSpec.ClientURL(), ServiceCIDR: p.Net.Service, ClusterDomain: p.Cfg.ClusterDomain,
+		PKI: c.PKI,
+	}
+	adminTLS, err := components.ClientTLS(c.PKI.CA.Cert, c.PKI.Admin)
+	if err != nil {
+		return nil, err
+	}
+	cmSpec := controllermanager.Spec{
+		Binary: p.Bin("kube-controller-manager"), Kubeconfig: p.Paths.Kubeconfig("kube-controller-manager"),
+		IP: p.APIServerIP, ClusterCIDR: p.Net.Cluster, NodeMaskSize: p.Net.NodeMaskSize,
+		ServiceCIDR: p.Net.Service, PKI: c.PKI,
+	}
+	schedSpec := scheduler.Spec{
+		Binary: p.Bin("kube-scheduler"), Kubeconfig: p.Paths.Kubeconfig("kube-scheduler"),
+		IP: p.APIServerIP, CAFile: c.PKI.CA.Cert,
+	}
+	// The controller-manager and scheduler serve with self-signed
+	// certificates of their own; their health is probed over TLS without
+	// verifying it, as kubeadm's liveness probes do.
+	selfSigned := components.InsecureTLS()
+	return []component.Component{
+		&components.Proc{
+			ComponentName: "etcd", ComponentPhase: component.Infrastructure, Log: c.Log,
+			Command: c.cmd(scope, "etcd", etcd.Command(etcdSpec)),
+			Probe:   process.HTTPGet(etcdSpec.ClientURL()+"/health", etcdTLS),
+		},
+		&components.Proc{
+			ComponentName: "kube-apiserver", ComponentPhase: component.ControlPlane, Log: c.Log,
+			Command:   c.cmd(scope, "kube-apiserver", apiserver.Command(apiSpec)),
+			Probe:     process.HTTPGet(apiSpec.URL()+"/readyz", adminTLS),
+			StopGrace: 0, // default; Stop re-sends SIGTERM half-way, which ends a stuck apiserver
+		},
+		&components.Proc{
+			ComponentName: "kube-controller-manager", ComponentPhase: component.Controller, Log: c.Log,
+			Command: c.cmd(scope, "kube-controller-manager", controllermanager.Command(cmSpec)),
+			Probe:   process.HTTPGet(cmSpec.HealthURL(), selfSigned),
+		},
+		&components.Proc{
+			ComponentName: "kube-scheduler", ComponentPhase: component.Controller, Log: c.Log,
+			Command: c.cmd(scope, "kube-scheduler", scheduler.Command(schedSpec)),
+			Probe:   process.HTTPGet(schedSpec.HealthURL(), selfSigned),
+		},
+	}, nil
+}
+
+// errNodeFailed marks a node given up on.
+var errNodeFailed = errors.New("node failed")
+
+var _ = context.Background

@@ -1,0 +1,404 @@
+package cluster
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/coreos/go-iptables/iptables"
+	"golang.org/x/sys/unix"
+
+	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/containerd"
+	"github.com/kubernix/kubernix/pkg/host"
+	"github.com/kubernix/kubernix/pkg/kubeconfig"
+	"github.com/kubernix/kubernix/pkg/network"
+	"github.com/kubernix/kubernix/pkg/node"
+	"github.com/kubernix/kubernix/pkg/process"
+)
+
+// stopOrder lists, per node, the components in the order down stops them.
+var nodeStopOrder = []string{"kubelet", "kube-proxy", "containerd", "sandbox"}
+
+// controlPlaneStopOrder lists the control plane in the order down stops it:
+// reverse phase order, the apiserver before etcd.
+var controlPlaneStopOrder = []string{"kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"}
+
+// Cleanup removes everything a cluster may have left on the host, working
+// from the plan (itself from the state dir) alone, as after a SIGKILLed
+// supervisor: it stops the recorded processes in reverse phase order
+// (removing pods through CRI first), kills orphaned shims and containers,
+// unmounts what is mounted under the state dir, removes the network, the
+// iptables chains the kubelet and kube-proxy made in the host's namespace,
+// the nodes' cgroups, the kubeconfig context, and restores the sysctls the
+// kubelets changed. The state dir itself (PKI, etcd data) is kept.
+// Idempotent; errors are joined and everything is attempted.
+func Cleanup(ctx context.Context, plan *Plan, log *slog.Logger) error {
+	var errs []error
+	add := func(err error) {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, nd := range plan.Nodes {
+		for _, name := range nodeStopOrder {
+			if name == "containerd" {
+				removePods(ctx, plan.Paths.Node(nd.Name).ContainerdSocket(), log)
+			}
+			add(stopRecorded(ctx, plan.Paths.Run(nd.Name, name), log))
+		}
+	}
+	for _, name := range controlPlaneStopOrder {
+		add(stopRecorded(ctx, plan.Paths.Run(config.ControlPlaneScope, name), log))
+	}
+	for _, nd := range plan.Nodes {
+		add(killOrphans(plan, nd.Name))
+	}
+	add(unmountUnder(plan.Paths.State))
+	add(network.Teardown(plan.Cfg.Name))
+	if plan.Executor == config.ExecutorProcess {
+		add(removeKubeChains())
+	}
+	for _, nd := range plan.Nodes {
+		add(host.RemoveCgroup(plan.CgroupRoot(nd)))
+	}
+	removeEmptyCgroup("/kubernix")
+	add(restoreSysctls(plan.Paths))
+	add(kubeconfig.Remove(kubeconfig.DefaultPath(), plan.Cfg.ContextName()))
+	return errors.Join(errs...)
+}
+
+// stopRecorded stops the live process recorded in runDir, if any.
+func stopRecorded(ctx context.Context, runDir string, log *slog.Logger) error {
+	p, err := process.Adopt(runDir)
+	if err != nil {
+		if errors.Is(err, process.ErrNotRunning) || errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return err
+	}
+	log.Debug("stopping leftover process", "run", runDir, "pid", p.PID())
+	return p.Stop(ctx, 10*time.Second)
+}
+
+// removePods removes every pod and container through a live containerd.
+func removePods(ctx context.Context, socket string, log *slog.Logger) {
+	if !host.Exists(socket) {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cri, err := containerd.Dial(ctx, socket)
+	if err != nil {
+		return
+	}
+	defer cri.Close()
+	if _, err := cri.Version(ctx); err != nil {
+		return
+	}
+	if err := cri.RemoveAll(ctx); err != nil {
+		log.Warn("removing pods through CRI", "socket", socket, "err", err)
+	}
+}
+
+// orphans lists PIDs of a node's shims (by their -address argument, our
+// containerd socket) and of processes in the node's cgroups.
+func orphans(plan *Plan, nodeName string) ([]int, error) {
+	socket := plan.Paths.Node(nodeName).ContainerdSocket()
+	var pids []int
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, err
+	}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := bytes.Split(bytes.TrimRight(cmdline, "\x00"), []byte{0})
+		for i := 0; i+1 < len(args); i++ {
+			if string(args[i]) == "-address" && string(args[i+1]) == socket {
+				pids = append(pids, pid)
+			}
+		}
+	}
+	dirs, err := host.CgroupExists(plan.CgroupRoot(plan.nodeByName(nodeName)))
+	if err != nil {
+		return pids, err
+	}
+	for _, d := range dirs {
+		_ = filepath.WalkDir(d, func(p string, de os.DirEntry, err error) error {
+			if err != nil || de.IsDir() || de.Name() != "cgroup.procs" {
+				return nil
+			}
+			b, _ := os.ReadFile(p)
+			for _, f := range strings.Fields(string(b)) {
+				if pid, err := strconv.Atoi(f); err == nil {
+					pids = append(pids, pid)
+				}
+			}
+			return nil
+		})
+	}
+	sort.Ints(pids)
+	return compactInts(pids), nil
+}
+
+func compactInts(s []int) []int {
+	out := s[:0]
+	for i, v := range s {
+		if i == 0 || v != s[i-1] {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+// killOrphans SIGKILLs a node's orphaned shims and container processes, by
+// PID, and waits (up to 5 s) until they are gone.
+func killOrphans(plan *Plan, nodeName string) error {
+	pids, err := orphans(plan, nodeName)
+	if err != nil || len(pids) == 0 {
+		return err
+	}
+	for _, pid := range pids {
+		_ = unix.Kill(pid, syscall.SIGKILL)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for time.Now().Before(deadline) {
+		left, _ := orphans(plan, nodeName)
+		if len(left) == 0 {
+			return nil
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	left, _ := orphans(plan, nodeName)
+	return fmt.Errorf("node %s: processes still alive after SIGKILL: %v", nodeName, left)
+}
+
+func (p *Plan) nodeByName(name string) *node.Node {
+	for _, nd := range p.Nodes {
+		if nd.Name == name {
+			return nd
+		}
+	}
+	return nil
+}
+
+// mountsUnder lists mount points at or under dir, deepest first.
+func mountsUnder(dir string) ([]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	prefix := strings.TrimSuffix(dir, "/") + "/"
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		mp := strings.ReplaceAll(fields[4], `\040`, " ")
+		if mp == strings.TrimSuffix(dir, "/") || strings.HasPrefix(mp, prefix) {
+			out = append(out, mp)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
+	return out, sc.Err()
+}
+
+// unmountUnder detaches every mount at or under dir, deepest first.
+func unmountUnder(dir string) error {
+	var errs []error
+	for range 3 { // stacked mounts need more than one pass
+		mps, err := mountsUnder(dir)
+		if err != nil || len(mps) == 0 {
+			return err
+		}
+		errs = errs[:0]
+		for _, mp := range mps {
+			if err := unix.Unmount(mp, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
+				errs = append(errs, fmt.Errorf("unmount %s: %w", mp, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// kubeChainTables are the tables where the kubelet and kube-proxy create
+// KUBE-* chains.
+var kubeChainTables = []string{"filter", "nat", "mangle"}
+
+// removeKubeChains removes the KUBE-* chains (and the rules jumping to
+// them) that the kubelet and kube-proxy of a process-executor node create in
+// the host's namespace, IPv4 and IPv6. `kube-proxy --cleanup` leaves the
+// kubelet's (KUBE-FIREWALL, KUBE-KUBELET-CANARY, KUBE-IPTABLES-HINT), so
+// kubernix removes them all itself.
+func removeKubeChains() error {
+	var errs []error
+	for _, proto := range []iptables.Protocol{iptables.ProtocolIPv4, iptables.ProtocolIPv6} {
+		ipt, err := iptables.NewWithProtocol(proto)
+		if err != nil {
+			continue // no ip6tables: nothing to clean
+		}
+		for _, table := range kubeChainTables {
+			errs = append(errs, removeChains(ipt, table, "KUBE-"))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func removeChains(ipt *iptables.IPTables, table, prefix string) error {
+	chains, err := ipt.ListChains(table)
+	if err != nil {
+		return nil // table absent
+	}
+	var ours []string
+	for _, ch := range chains {
+		if strings.HasPrefix(ch, prefix) {
+			ours = append(ours, ch)
+		}
+	}
+	if len(ours) == 0 {
+		return nil
+	}
+	var errs []error
+	// Drop every rule that jumps to one of ours, in any chain.
+	for _, ch := range chains {
+		rules, err := ipt.List(table, ch)
+		if err != nil {
+			continue
+		}
+		for _, r := range rules {
+			for _, target := range ours {
+				if strings.Contains(r, " -j "+target) || strings.Contains(r, " -g "+target) {
+					spec := strings.Fields(strings.TrimPrefix(r, "-A "+ch+" "))
+					if err := ipt.Delete(table, ch, unquote(spec)...); err != nil {
+						errs = append(errs, err)
+					}
+					break
+				}
+			}
+		}
+	}
+	for _, ch := range ours {
+		if err := ipt.ClearAndDeleteChain(table, ch); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// unquote strips the quotes iptables -S puts around comments.
+func unquote(spec []string) []string {
+	out := make([]string, 0, len(spec))
+	joined := strings.Join(spec, " ")
+	var cur strings.Builder
+	inQuote := false
+	for _, r := range joined {
+		switch {
+		case r == '"':
+			inQuote = !inQuote
+		case r == ' ' && !inQuote:
+			if cur.Len() > 0 {
+				out = append(out, cur.String())
+				cur.Reset()
+			}
+		default:
+			cur.WriteRune(r)
+		}
+	}
+	if cur.Len() > 0 {
+		out = append(out, cur.String())
+	}
+	return out
+}
+
+// kubeChains lists the KUBE-* chains in the host's namespace.
+func kubeChains() []string {
+	var out []string
+	for _, proto := range []iptables.Protocol{iptables.ProtocolIPv4, iptables.ProtocolIPv6} {
+		ipt, err := iptables.NewWithProtocol(proto)
+		if err != nil {
+			continue
+		}
+		for _, table := range kubeChainTables {
+			chains, _ := ipt.ListChains(table)
+			for _, ch := range chains {
+				if strings.HasPrefix(ch, "KUBE-") {
+					out = append(out, fmt.Sprintf("iptables chain %s/%s (%v)", table, ch, proto))
+				}
+			}
+		}
+	}
+	return out
+}
+
+func removeEmptyCgroup(path string) {
+	mounts, _ := host.CgroupMounts()
+	for _, m := range mounts {
+		_ = unix.Rmdir(filepath.Join(m, strings.Trim(path, "/")))
+	}
+}
+
+// Leftovers lists what of the cluster exists on the host: live recorded
+// processes, orphaned shims and containers, mounts under the state dir,
+// network links, routes and chains, KUBE-* chains in the host's namespace
+// (process executor), and the nodes' cgroups. Empty after a clean down.
+func Leftovers(plan *Plan) ([]string, error) {
+	var out []string
+	scopes := map[string][]string{config.ControlPlaneScope: controlPlaneStopOrder, SupervisorScope: {SupervisorName}}
+	for _, nd := range plan.Nodes {
+		scopes[nd.Name] = nodeStopOrder
+	}
+	for scope, names := range scopes {
+		for _, name := range names {
+			if pid, ok := process.Running(plan.Paths.Run(scope, name)); ok && pid != os.Getpid() {
+				out = append(out, fmt.Sprintf("process %s/%s (pid %d)", scope, name, pid))
+			}
+		}
+	}
+	for _, nd := range plan.Nodes {
+		pids, _ := orphans(plan, nd.Name)
+		for _, pid := range pids {
+			out = append(out, fmt.Sprintf("orphaned process of node %s (pid %d)", nd.Name, pid))
+		}
+		cgs, _ := host.CgroupExists(plan.CgroupRoot(nd))
+		for _, cg := range cgs {
+			out = append(out, "cgroup "+cg)
+		}
+	}
+	mps, err := mountsUnder(plan.Paths.State)
+	if err != nil {
+		return out, err
+	}
+	for _, mp := range mps {
+		out = append(out, "mount "+mp)
+	}
+	netLeft, err := network.Leftovers(plan.Cfg.Name)
+	if err != nil {
+		return out, err
+	}
+	out = append(out, netLeft...)
+	if plan.Executor == config.ExecutorProcess {
+		out = append(out, kubeChains()...)
+	}
+	sort.Strings(out)
+	return out, nil
+}

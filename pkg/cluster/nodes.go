@@ -1,0 +1,343 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubernix/kubernix/assets"
+	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/components"
+	"github.com/kubernix/kubernix/pkg/components/kubelet"
+	"github.com/kubernix/kubernix/pkg/components/kubeproxy"
+	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/containerd"
+	"github.com/kubernix/kubernix/pkg/host"
+	"github.com/kubernix/kubernix/pkg/network"
+	"github.com/kubernix/kubernix/pkg/node"
+	"github.com/kubernix/kubernix/pkg/process"
+)
+
+// SandboxImage is the pod sandbox image containerd runs, built in as our
+// own pause program under the name containerd v2.4.2 defaults to.
+func SandboxImage() string { return "registry.k8s.io/pause:" + assets.Version("PAUSE_VERSION") }
+
+// Image labels kubernix sets on the images it imports.
+const (
+	// LabelSource records the file an image was imported from.
+	LabelSource = "io.kubernix.source"
+)
+
+// nodeComponents returns the sandbox (container executor), containerd,
+// kubelet and kube-proxy of one node.
+func (c *Cluster) nodeComponents(nd *node.Node) ([]component.Component, error) {
+	var out []component.Component
+	if ctr, ok := nd.Exec.(*node.Container); ok {
+		out = append(out, c.sandbox(nd, ctr))
+	}
+	out = append(out, c.containerd(nd), c.kubelet(nd), c.kubeProxy(nd))
+	return out, nil
+}
+
+// containerExecutor returns the container executor of a node.
+func (p *Plan) containerExecutor(nd *node.Node) *node.Container {
+	self, _ := os.Executable()
+	np := p.Paths.Node(nd.Name)
+	return &node.Container{
+		Unshare: "unshare", Nsenter: "nsenter", Self: self, Hostname: nd.Name,
+		ReadyFile:  node.ReadyFile(p.Paths.Run(nd.Name, "sandbox")),
+		SharedDirs: []string{np.KubeletRoot()},
+	}
+}
+
+// sandbox is the component holding a container-executor node's namespaces,
+// attached to the cluster bridge once it runs.
+func (c *Cluster) sandbox(nd *node.Node, ctr *node.Container) component.Component {
+	runDir := c.Plan.Paths.Run(nd.Name, "sandbox")
+	argv := ctr.HolderArgv()
+	var proc *components.Proc
+	proc = &components.Proc{
+		ComponentName: "sandbox@" + nd.Name, ComponentPhase: component.Infrastructure, Log: c.Log,
+		Command: c.cmd(nd.Name, "sandbox", process.Command{Name: "sandbox", Path: argv[0], Args: argv[1:]}),
+		Prepare: func(context.Context) error {
+			err := os.Remove(ctr.ReadyFile)
+			if err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+			return nil
+		},
+		Probe: func(context.Context) error {
+			if _, err := os.Stat(ctr.ReadyFile); err != nil {
+				return fmt.Errorf("sandbox not set up yet")
+			}
+			pid, ok := process.Running(runDir)
+			if !ok {
+				return fmt.Errorf("sandbox holder not running")
+			}
+			ctr.SetHolder(pid)
+			return nil
+		},
+		AfterReady: func(ctx context.Context) error {
+			if err := network.AttachNode(c.Plan.NetworkPlan(), nd.Index, ctr.Holder()); err != nil {
+				return err
+			}
+			// Forwarding is per network namespace, and off in a new one.
+			_, err := nd.Run(ctx, "sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward")
+			return err
+		},
+		BeforeStop: func(context.Context) error { return network.DetachNode(c.Plan.Cfg.Name, nd.Index) },
+	}
+	return proc
+}
+
+// runtime returns the OCI runtime containerd should use: crun where the
+// doctor proved it works with this containerd, else runc.
+func (c *Cluster) runtime() (name, path string) {
+	if c.Plan.Facts.CrunWorks && c.Plan.Bin("crun") != "" {
+		return "crun", c.Plan.Bin("crun")
+	}
+	return "runc", c.Plan.Bin("runc")
+}
+
+// CNIBridge is the name of a node's pod bridge: in its own network
+// namespace the plain "cni0", on the host one unique to the cluster.
+func (c *Cluster) CNIBridge(nd *node.Node) string {
+	if _, ok := nd.Exec.(*node.Container); ok {
+		return "cni0"
+	}
+	return c.Plan.Names.CNIBridge
+}
+
+// ContainerdConfig returns the containerd config of a node.
+func (c *Cluster) ContainerdConfig(nd *node.Node) containerd.Config {
+	np := c.Plan.Paths.Node(nd.Name)
+	name, path := c.runtime()
+	return containerd.Config{
+		Root: np.ContainerdRoot(), State: np.ContainerdState(),
+		Address: np.ContainerdSocket(), TTRPCAddress: np.ContainerdTTRPCSocket(),
+		SandboxImage: SandboxImage(), Runtime: name, RuntimeBinary: path,
+		RestrictOOMScoreAdj: !c.Plan.Facts.HasSysResource,
+		DisableApparmor:     true,
+		CNIBinDirs:          []string{c.Plan.Facts.CNIDir},
+		CNIConfDir:          np.CNIConf(),
+		OptPath:             filepath.Join(np.Dir, "containerd", "opt"),
+		RegistryConfigPath:  filepath.Join(c.Plan.Paths.State, "registries"),
+	}
+}
+
+func (c *Cluster) containerd(nd *node.Node) component.Component {
+	np := c.Plan.Paths.Node(nd.Name)
+	socket := np.ContainerdSocket()
+	cfg := c.ContainerdConfig(nd)
+	return &components.Proc{
+		ComponentName: "containerd@" + nd.Name, ComponentPhase: component.Controller, Log: c.Log,
+		Command: c.cmd(nd.Name, "containerd", process.Command{
+			Name: "containerd", Path: c.Plan.Bin("containerd"),
+			Args: []string{"--config", np.ContainerdConfig()},
+		}),
+		Wrap: nd.Exec.Wrapper,
+		Prepare: func(context.Context) error {
+			b, err := containerd.Render(cfg)
+			if err != nil {
+				return err
+			}
+			cni, err := containerd.RenderCNI(containerd.CNIConfig{
+				Name: "kubernix", Bridge: c.CNIBridge(nd), PodCIDR: nd.PodCIDR.String(),
+				Gateway: true, DataDir: np.CNIData(),
+			})
+			if err != nil {
+				return err
+			}
+			for _, d := range []string{np.CNIConf(), np.CNIData(), cfg.RegistryConfigPath} {
+				if err := os.MkdirAll(d, 0o755); err != nil {
+					return err
+				}
+			}
+			if err := writeFile(filepath.Join(np.CNIConf(), "10-kubernix.conflist"), cni); err != nil {
+				return err
+			}
+			return writeFile(np.ContainerdConfig(), b)
+		},
+		Probe: func(ctx context.Context) error {
+			cri, err := containerd.Dial(ctx, socket)
+			if err != nil {
+				return err
+			}
+			defer cri.Close()
+			_, err = cri.Version(ctx)
+			return err
+		},
+		AfterReady: func(ctx context.Context) error { return c.importBuiltins(ctx, socket) },
+		BeforeStop: func(ctx context.Context) error {
+			ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			defer cancel()
+			cri, err := containerd.Dial(ctx, socket)
+			if err != nil {
+				return err
+			}
+			defer cri.Close()
+			return cri.RemoveAll(ctx)
+		},
+	}
+}
+
+// importBuiltins imports the built-in image tarballs, pinned.
+func (c *Cluster) importBuiltins(ctx context.Context, socket string) error {
+	tars, err := filepath.Glob(filepath.Join(c.Plan.ImagesDir, "*.tar"))
+	if err != nil {
+		return err
+	}
+	if len(tars) == 0 {
+		return fmt.Errorf("no built-in images in %s: run `make images`", c.Plan.ImagesDir)
+	}
+	sort.Strings(tars)
+	for _, t := range tars {
+		imgs, err := containerd.Import(ctx, socket, t, containerd.ImportOptions{
+			Labels: map[string]string{containerd.LabelPinned: "pinned", LabelSource: "builtin:" + filepath.Base(t)},
+		})
+		if err != nil {
+			return err
+		}
+		for _, img := range imgs {
+			c.Log.Debug("imported built-in image", "ref", img.Ref, "digest", img.Digest)
+		}
+	}
+	return nil
+}
+
+func (c *Cluster) kubeletSpec(nd *node.Node) kubelet.Spec {
+	np := c.Plan.Paths.Node(nd.Name)
+	kp := c.PKI.Kubelets[nd.Name]
+	return kubelet.Spec{
+		Binary: c.Plan.Bin("kubelet"), NodeName: nd.Name, NodeIP: nd.IP,
+		Kubeconfig: c.Plan.Paths.Kubeconfig(nd.Name), ConfigFile: np.KubeletConfig(),
+		RootDir: np.KubeletRoot(), PodLogsDir: np.PodLogs(), RuntimeEndpoint: np.ContainerdSocket(),
+		CAFile: c.PKI.CA.Cert, TLSCert: kp.Serving.Cert, TLSKey: kp.Serving.Key,
+		ClusterDNS: c.Plan.Net.DNSServiceIP(), ClusterDomain: c.Plan.Cfg.ClusterDomain,
+		CgroupRoot: c.Plan.CgroupRoot(nd), CgroupV1: c.Plan.Facts.Cgroups.Mode != host.CgroupV2,
+		ResolvConf: c.Plan.ResolvConf(),
+	}
+}
+
+func (c *Cluster) kubelet(nd *node.Node) component.Component {
+	spec := c.kubeletSpec(nd)
+	health := process.HTTPGet(spec.HealthURL(), nil)
+	return &components.Proc{
+		ComponentName: "kubelet@" + nd.Name, ComponentPhase: component.NodeAgent, Log: c.Log,
+		Command: c.cmd(nd.Name, "kubelet", kubelet.Command(spec)),
+		Wrap:    nd.Exec.Wrapper,
+		Prepare: func(ctx context.Context) error {
+			b, err := kubelet.Render(spec)
+			if err != nil {
+				return err
+			}
+			if err := writeFile(spec.ConfigFile, b); err != nil {
+				return err
+			}
+			for _, d := range []string{spec.RootDir, spec.PodLogsDir} {
+				if err := os.MkdirAll(d, 0o750); err != nil {
+					return err
+				}
+			}
+			if err := host.EnsureCgroup(spec.CgroupRoot); err != nil {
+				return err
+			}
+			return c.registerNode(ctx, nd)
+		},
+		Probe: func(ctx context.Context) error {
+			if err := health(ctx); err != nil {
+				return err
+			}
+			return c.nodeReady(ctx, nd.Name)
+		},
+	}
+}
+
+// registerNode creates the Node object with its pod CIDR before the kubelet
+// starts (the kubelet adopts it), so each node's pod CIDR is the one
+// kubernix routed and rendered into its CNI config; the controller-manager's
+// allocator respects pre-set CIDRs.
+func (c *Cluster) registerNode(ctx context.Context, nd *node.Node) error {
+	n := &corev1.Node{
+		ObjectMeta: metav1.ObjectMeta{Name: nd.Name, Labels: map[string]string{
+			"kubernetes.io/hostname": nd.Name, "kubernix.io/cluster": c.Plan.Cfg.Name,
+		}},
+		Spec: corev1.NodeSpec{PodCIDR: nd.PodCIDR.String(), PodCIDRs: []string{nd.PodCIDR.String()}},
+	}
+	_, err := c.client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{FieldManager: "kubernix"})
+	if apierrors.IsAlreadyExists(err) {
+		existing, gerr := c.client.CoreV1().Nodes().Get(ctx, nd.Name, metav1.GetOptions{})
+		if gerr != nil {
+			return gerr
+		}
+		if existing.Spec.PodCIDR != "" && existing.Spec.PodCIDR != nd.PodCIDR.String() {
+			return fmt.Errorf("node %s has pod CIDR %s, want %s: delete the node or the cluster's state", nd.Name, existing.Spec.PodCIDR, nd.PodCIDR)
+		}
+		return nil
+	}
+	return err
+}
+
+// nodeReady returns nil once the Node's Ready condition is True.
+func (c *Cluster) nodeReady(ctx context.Context, name string) error {
+	n, err := c.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err
+	}
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			if cond.Status == corev1.ConditionTrue {
+				return nil
+			}
+			return fmt.Errorf("node %s not Ready: %s", name, cond.Message)
+		}
+	}
+	return fmt.Errorf("node %s has no Ready condition yet", name)
+}
+
+func (c *Cluster) kubeProxy(nd *node.Node) component.Component {
+	np := c.Plan.Paths.Node(nd.Name)
+	spec := kubeproxy.Spec{
+		Binary: c.Plan.Bin("kube-proxy"), NodeName: nd.Name, NodeIP: nd.IP,
+		Kubeconfig: c.Plan.Paths.Kubeconfig("kube-proxy"), ConfigFile: np.KubeProxyConfig(),
+		ClusterCIDR: c.Plan.Net.Cluster, CanLowerOOMScore: c.Plan.Facts.HasSysResource,
+		SetConntrack: false,
+	}
+	return &components.Proc{
+		ComponentName: "kube-proxy@" + nd.Name, ComponentPhase: component.NodeAgent, Log: c.Log,
+		Command: c.cmd(nd.Name, "kube-proxy", kubeproxy.Command(spec)),
+		Wrap:    nd.Exec.Wrapper,
+		Prepare: func(context.Context) error {
+			b, err := kubeproxy.Render(spec)
+			if err != nil {
+				return err
+			}
+			return writeFile(spec.ConfigFile, b)
+		},
+		Probe: process.HTTPGet(spec.HealthURL(), nil),
+	}
+}
+
+// writeFile writes data to path (0644), creating its directory.
+func writeFile(path string, data []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+var _ = strings.TrimSpace
+var _ = config.ControlPlaneScope

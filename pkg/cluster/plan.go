@@ -1,0 +1,128 @@
+// Package cluster brings a kubernix cluster up and down: it turns the config
+// into a plan (addresses, paths, binaries, nodes), prepares the host
+// (network, PKI, kubeconfigs, cgroups), starts the components through the
+// phased registry, and on down stops them in reverse and removes every
+// trace from the host, also after the supervisor was killed.
+package cluster
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/doctor"
+	"github.com/kubernix/kubernix/pkg/network"
+	"github.com/kubernix/kubernix/pkg/node"
+	"github.com/kubernix/kubernix/pkg/pki"
+)
+
+// Plan is everything derived from the config and the host that Up needs.
+type Plan struct {
+	Cfg   config.Config
+	Net   config.Network
+	Paths config.Paths
+	Facts doctor.Facts
+	// Names of the host interfaces and iptables chains of the cluster.
+	Names network.Names
+	// APIServerIP is where the control plane listens: the bridge address.
+	APIServerIP netip.Addr
+	Nodes       []*node.Node
+	// ImagesDir holds the built-in image tarballs (pause, CoreDNS, agnhost).
+	ImagesDir string
+	Executor  string
+}
+
+// NewPlan derives the plan. cfg must be resolved and valid; facts come from
+// doctor.Check and hold the binary paths. imagesDir holds the built-in image
+// tarballs.
+func NewPlan(cfg config.Config, facts doctor.Facts, imagesDir string) (*Plan, error) {
+	n, err := cfg.Network()
+	if err != nil {
+		return nil, err
+	}
+	p := &Plan{
+		Cfg:         cfg,
+		Net:         n,
+		Paths:       cfg.Paths(),
+		Facts:       facts,
+		Names:       network.NamesFor(cfg.Name),
+		APIServerIP: n.BridgeIP(),
+		ImagesDir:   imagesDir,
+		Executor:    cfg.EffectiveExecutor(),
+	}
+	for i := range cfg.Nodes {
+		nd := &node.Node{Index: i, Name: cfg.NodeName(i)}
+		if nd.PodCIDR, err = n.PodCIDR(i); err != nil {
+			return nil, err
+		}
+		switch p.Executor {
+		case config.ExecutorProcess:
+			nd.IP = n.BridgeIP()
+			nd.Exec = node.Process{}
+		default:
+			if nd.IP, err = n.NodeIP(i); err != nil {
+				return nil, err
+			}
+			nd.Exec = p.containerExecutor(nd)
+		}
+		p.Nodes = append(p.Nodes, nd)
+	}
+	return p, nil
+}
+
+// Bin returns the path of a required binary found by the doctor.
+func (p *Plan) Bin(name string) string { return p.Facts.Paths[name] }
+
+// NetworkPlan is the host network the cluster needs.
+func (p *Plan) NetworkPlan() network.Plan {
+	np := network.Plan{
+		Cluster:     p.Cfg.Name,
+		NodeCIDR:    p.Net.Node,
+		BridgeIP:    p.Net.BridgeIP(),
+		ClusterCIDR: p.Net.Cluster,
+		ServiceCIDR: p.Net.Service,
+	}
+	if whole, err := netip.ParsePrefix(p.Cfg.CIDR); err == nil {
+		np.Whole = whole.Masked()
+	}
+	for _, nd := range p.Nodes {
+		np.Nodes = append(np.Nodes, network.NodeRoute{
+			Index: nd.Index, IP: nd.IP, PodCIDR: nd.PodCIDR,
+			Local: p.Executor == config.ExecutorProcess,
+		})
+	}
+	if p.Executor != config.ExecutorProcess && len(p.Nodes) > 0 {
+		np.ServiceVia = p.Nodes[0].IP
+	}
+	return np
+}
+
+// PKISpec lists the identities the cluster needs.
+func (p *Plan) PKISpec() pki.Spec {
+	spec := pki.Spec{
+		Dir:          p.Paths.PKI(),
+		ClusterName:  p.Cfg.Name,
+		APIServerIPs: []net.IP{p.APIServerIP.AsSlice(), p.Net.KubernetesServiceIP().AsSlice()},
+		EtcdIPs:      []net.IP{p.APIServerIP.AsSlice()},
+		APIServerDNSNames: []string{
+			"kubernetes.default.svc." + p.Cfg.ClusterDomain,
+		},
+	}
+	for _, nd := range p.Nodes {
+		spec.Nodes = append(spec.Nodes, pki.Node{Name: nd.Name, IPs: []net.IP{nd.IP.AsSlice()}})
+	}
+	return spec
+}
+
+// CgroupRoot is the kubelet cgroupRoot of a node: its own subtree.
+func (p *Plan) CgroupRoot(nd *node.Node) string { return "/kubernix/" + nd.Name }
+
+// ResolvConf is the resolv.conf the kubelet hands to pods with dnsPolicy
+// Default, CoreDNS among them (it forwards names outside the cluster there).
+func (p *Plan) ResolvConf() string { return "/etc/resolv.conf" }
+
+func (p *Plan) String() string {
+	return fmt.Sprintf("cluster %s: %d node(s), executor %s, apiserver https://%s", p.Cfg.Name, len(p.Nodes), p.Executor,
+		netip.AddrPortFrom(p.APIServerIP, uint16(p.Cfg.APIServerPort)))
+}

@@ -1,0 +1,328 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/host"
+	"github.com/kubernix/kubernix/pkg/kubeconfig"
+	"github.com/kubernix/kubernix/pkg/network"
+	"github.com/kubernix/kubernix/pkg/pki"
+	"github.com/kubernix/kubernix/pkg/process"
+)
+
+// ErrTaken is returned by Up when the cluster name is in use by a running
+// supervisor.
+var ErrTaken = errors.New("cluster is already running")
+
+// Options tune Up.
+type Options struct {
+	// Progress receives one line per phase and the final summary; may be nil.
+	Progress io.Writer
+	// Retain keeps what a failed Up started (processes, network, mounts)
+	// for inspection instead of cleaning it up.
+	Retain bool
+	// KubeconfigPath is where the admin context is merged; "" means
+	// kubeconfig.DefaultPath().
+	KubeconfigPath string
+}
+
+// Cluster is a running cluster, as Up returns it.
+type Cluster struct {
+	Plan       *Plan
+	PKI        *pki.Bundle
+	Log        *slog.Logger
+	opts       Options
+	client     kubernetes.Interface
+	restConfig *rest.Config
+	registry   *component.Registry
+	timings    *timings
+	failed     chan error
+}
+
+// SupervisorScope and SupervisorName locate the supervisor's own run dir.
+const (
+	SupervisorScope = "supervisor"
+	SupervisorName  = "kubernix"
+)
+
+// Running reports the PID of the cluster's live supervisor, if any.
+func Running(paths config.Paths) (int, bool) {
+	return process.Running(paths.Run(SupervisorScope, SupervisorName))
+}
+
+// Up brings the cluster up and returns once every node is Ready and the
+// addons are Available. On failure it cleans up everything it did (unless
+// opts.Retain) and returns the error, which names the failing component and
+// carries its log tail.
+func Up(ctx context.Context, plan *Plan, log *slog.Logger, opts Options) (*Cluster, error) {
+	c := &Cluster{Plan: plan, Log: log, opts: opts, timings: newTimings(), failed: make(chan error, len(plan.Nodes))}
+	if opts.KubeconfigPath == "" {
+		c.opts.KubeconfigPath = kubeconfig.DefaultPath()
+	}
+	if pid, ok := Running(plan.Paths); ok {
+		return nil, fmt.Errorf("%w: %s (supervisor pid %d); stop it with `kubernix down --name %s`", ErrTaken, plan.Cfg.Name, pid, plan.Cfg.Name)
+	}
+	if err := checkPort(plan.APIServerIP, plan.Cfg.APIServerPort); err != nil {
+		return nil, err
+	}
+	// Leftovers of a killed supervisor go first.
+	if left, _ := Leftovers(plan); len(left) > 0 {
+		log.Info("removing leftovers of a previous run", "items", len(left))
+		if err := Cleanup(context.WithoutCancel(ctx), plan, log); err != nil {
+			return nil, fmt.Errorf("remove leftovers of a previous run: %w", err)
+		}
+	}
+	begin := time.Now()
+	err := c.up(ctx)
+	if err != nil {
+		if opts.Retain {
+			return nil, fmt.Errorf("%w (--retain: state kept in %s; `kubernix down` removes it)", err, plan.Paths.State)
+		}
+		cleanupErr := c.Down(context.WithoutCancel(ctx))
+		return nil, errors.Join(err, cleanupErr)
+	}
+	c.timings.Total = time.Since(begin)
+	_ = c.timings.save(plan.Paths)
+	c.progress("cluster %q ready in %s: %d node(s), kubectl context %s\n", plan.Cfg.Name, round(c.timings.Total), len(plan.Nodes), plan.Cfg.ContextName())
+	return c, nil
+}
+
+func (c *Cluster) up(ctx context.Context) error {
+	p := c.Plan
+	for _, d := range []string{p.Paths.State, p.Paths.Images()} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := process.RecordSelf(p.Paths.Run(SupervisorScope, SupervisorName), SupervisorName, SupervisorScope); err != nil {
+		return fmt.Errorf("record supervisor: %w", err)
+	}
+	b, err := config.Marshal(p.Cfg)
+	if err != nil {
+		return err
+	}
+	if err := writeFile(p.Paths.ConfigFile(), b); err != nil {
+		return err
+	}
+	if err := c.prepareHost(); err != nil {
+		return err
+	}
+	prep := time.Now()
+	if err := network.Setup(p.NetworkPlan()); err != nil {
+		return fmt.Errorf("network: %w", err)
+	}
+	if c.PKI, err = pki.Ensure(p.PKISpec()); err != nil {
+		return err
+	}
+	if err := c.writeKubeconfigs(); err != nil {
+		return err
+	}
+	c.timings.Prepare = time.Since(prep)
+	c.progress("%-15s network, PKI and kubeconfigs  %s\n", "Prepare", round(c.timings.Prepare))
+	c.restConfig, err = clientcmd.BuildConfigFromFlags("", p.Paths.Kubeconfig("admin"))
+	if err != nil {
+		return err
+	}
+	c.restConfig.QPS, c.restConfig.Burst = 50, 100
+	if c.client, err = kubernetes.NewForConfig(c.restConfig); err != nil {
+		return err
+	}
+	c.registry = component.NewRegistry(c.Log)
+	if err := c.register(c.registry); err != nil {
+		return err
+	}
+	if err := c.registry.Start(ctx, c); err != nil {
+		return err
+	}
+	if err := kubeconfig.Merge(c.opts.KubeconfigPath, p.Paths.Kubeconfig("admin"), p.Cfg.ContextName()); err != nil {
+		return fmt.Errorf("merge kubeconfig into %s: %w", c.opts.KubeconfigPath, err)
+	}
+	return nil
+}
+
+// checkPort fails when the apiserver port is taken on the bridge address or
+// by a wildcard listener; see ChoosePort for picking another.
+func checkPort(ip netip.Addr, port int) error {
+	conflicts, err := host.PortConflicts(ip, port)
+	if err != nil {
+		return err
+	}
+	if len(conflicts) > 0 {
+		return fmt.Errorf("%w: apiserver port %d is in use (listener on %s); choose another with --apiserver-port", config.ErrInvalid, port, conflicts[0])
+	}
+	return nil
+}
+
+// ChoosePort returns the apiserver port for cfg: its own, or, when that is
+// the default and taken, the next free one (the caller says so). An
+// explicitly chosen port that is taken is an error, wrapping config.ErrInvalid.
+func ChoosePort(cfg config.Config) (int, error) {
+	n, err := cfg.Network()
+	if err != nil {
+		return 0, err
+	}
+	err = checkPort(n.BridgeIP(), cfg.APIServerPort)
+	if err == nil || cfg.APIServerPort != config.DefaultAPIServerPort {
+		return cfg.APIServerPort, err
+	}
+	for port := cfg.APIServerPort + 1; port < cfg.APIServerPort+100; port++ {
+		if checkPort(n.BridgeIP(), port) == nil {
+			return port, nil
+		}
+	}
+	return 0, err
+}
+
+// writeKubeconfigs writes one kubeconfig per client identity.
+func (c *Cluster) writeKubeconfigs() error {
+	p, b := c.Plan, c.PKI
+	server := "https://" + netip.AddrPortFrom(p.APIServerIP, uint16(p.Cfg.APIServerPort)).String()
+	ids := map[string]pki.Pair{
+		"admin":                   b.Admin,
+		"kube-controller-manager": b.ControllerManager,
+		"kube-scheduler":          b.Scheduler,
+		"kube-proxy":              b.KubeProxy,
+	}
+	for _, nd := range p.Nodes {
+		ids[nd.Name] = b.Kubelets[nd.Name].Client
+	}
+	for id, pair := range ids {
+		ctxName := p.Cfg.ContextName()
+		if err := kubeconfig.Write(p.Paths.Kubeconfig(id), ctxName, server, b.CA.Cert, pair); err != nil {
+			return fmt.Errorf("kubeconfig %s: %w", id, err)
+		}
+	}
+	return nil
+}
+
+// Down stops the components in reverse order and removes everything the
+// cluster put on the host. The state dir (PKI, etcd data) is kept for the
+// next up.
+func (c *Cluster) Down(ctx context.Context) error {
+	var errs []error
+	begin := time.Now()
+	if c.registry != nil {
+		errs = append(errs, c.registry.Stop(ctx))
+	}
+	errs = append(errs, Cleanup(ctx, c.Plan, c.Log))
+	c.progress("cluster %q down in %s\n", c.Plan.Cfg.Name, round(time.Since(begin)))
+	return errors.Join(errs...)
+}
+
+// Failed is closed-or-sent when a node is given up on (its containerd keeps
+// dying); the supervisor shows it in status.
+func (c *Cluster) Failed() <-chan error { return c.failed }
+
+func (c *Cluster) progress(format string, args ...any) {
+	if c.opts.Progress != nil {
+		fmt.Fprintf(c.opts.Progress, format, args...)
+	}
+}
+
+// PhaseStarted implements component.Observer.
+func (c *Cluster) PhaseStarted(component.Phase) {}
+
+// PhaseDone implements component.Observer: one progress line per phase.
+func (c *Cluster) PhaseDone(ph component.Phase, elapsed time.Duration) {
+	names := c.timings.names(ph)
+	c.progress("%-15s %-30s %s\n", ph, strings.Join(names, ", "), round(elapsed))
+	c.timings.phase(ph, elapsed)
+}
+
+// ComponentDone implements component.Observer.
+func (c *Cluster) ComponentDone(t component.Timing) { c.timings.add(t) }
+
+func round(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond) }
+
+// Timings are the boot timings the supervisor records in
+// <state>/supervisor/timings.json, for `kubernix status --timings` and
+// `make bench`.
+type Timings struct {
+	// Prepare is the host preparation before the first component: network,
+	// PKI, kubeconfigs.
+	Prepare time.Duration `json:"prepare_ns"`
+	// Phases maps a phase name to its wall time.
+	Phases map[string]time.Duration `json:"phases_ns"`
+	// Components are the per-component start and ready times.
+	Components []component.Timing `json:"components"`
+	// Total is the time Up took.
+	Total time.Duration `json:"total_ns"`
+}
+
+type timings struct {
+	mu sync.Mutex
+	Timings
+}
+
+func newTimings() *timings { return &timings{Timings: Timings{Phases: map[string]time.Duration{}}} }
+
+func (t *timings) add(ct component.Timing) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.Components = append(t.Components, ct)
+}
+
+func (t *timings) phase(ph component.Phase, d time.Duration) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.Phases[ph.String()] = d
+}
+
+func (t *timings) names(ph component.Phase) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []string
+	for _, ct := range t.Components {
+		if ct.Phase == ph.String() {
+			out = append(out, ct.Name)
+		}
+	}
+	sort.Strings(out)
+	if len(out) > 4 {
+		out = append(out[:3], fmt.Sprintf("+%d more", len(out)-3))
+	}
+	return out
+}
+
+func (t *timings) save(paths config.Paths) error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	b, err := json.MarshalIndent(t.Timings, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFile(TimingsFile(paths), b)
+}
+
+// TimingsFile is where the supervisor records Timings.
+func TimingsFile(paths config.Paths) string {
+	return filepath.Join(paths.Run(SupervisorScope, SupervisorName), "timings.json")
+}
+
+// ReadTimings reads the timings of the last successful up.
+func ReadTimings(paths config.Paths) (Timings, error) {
+	var t Timings
+	b, err := os.ReadFile(TimingsFile(paths))
+	if err != nil {
+		return t, err
+	}
+	return t, json.Unmarshal(b, &t)
+}

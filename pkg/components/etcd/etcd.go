@@ -1,0 +1,69 @@
+// Package etcd builds the command line of the cluster's etcd: a single
+// member serving clients and peers over TLS on the cluster bridge address.
+package etcd
+
+import (
+	"fmt"
+	"net"
+	"net/netip"
+	"strconv"
+
+	"github.com/kubernix/kubernix/pkg/pki"
+	"github.com/kubernix/kubernix/pkg/process"
+)
+
+// Ports etcd listens on (TCP, on Spec.IP).
+const (
+	ClientPort = 2379
+	PeerPort   = 2380
+)
+
+// Spec is what the etcd command line is built from.
+type Spec struct {
+	Binary  string
+	Name    string // member name
+	DataDir string
+	IP      netip.Addr // listen and advertise address
+	PKI     *pki.Bundle
+	LogFile string
+	RunDir  string
+	Scope   string
+}
+
+// ClientURL is etcd's client endpoint, as the apiserver dials it.
+func (s Spec) ClientURL() string {
+	return "https://" + net.JoinHostPort(s.IP.String(), strconv.Itoa(ClientPort))
+}
+
+// Command returns etcd's process.
+func Command(s Spec) process.Command {
+	peer := "https://" + net.JoinHostPort(s.IP.String(), strconv.Itoa(PeerPort))
+	return process.Command{
+		Name:    "etcd",
+		Scope:   s.Scope,
+		Path:    s.Binary,
+		LogFile: s.LogFile,
+		RunDir:  s.RunDir,
+		Args: []string{
+			"--name=" + s.Name,
+			"--data-dir=" + s.DataDir,
+			"--listen-client-urls=" + s.ClientURL(),
+			"--advertise-client-urls=" + s.ClientURL(),
+			"--listen-peer-urls=" + peer,
+			"--initial-advertise-peer-urls=" + peer,
+			fmt.Sprintf("--initial-cluster=%s=%s", s.Name, peer),
+			"--initial-cluster-state=new",
+			"--initial-cluster-token=" + s.Name,
+			"--cert-file=" + s.PKI.EtcdServer.Cert,
+			"--key-file=" + s.PKI.EtcdServer.Key,
+			"--trusted-ca-file=" + s.PKI.CA.Cert,
+			"--client-cert-auth=true",
+			"--peer-cert-file=" + s.PKI.EtcdPeer.Cert,
+			"--peer-key-file=" + s.PKI.EtcdPeer.Key,
+			"--peer-trusted-ca-file=" + s.PKI.CA.Cert,
+			"--peer-client-cert-auth=true",
+			"--snapshot-count=10000",
+			"--log-level=warn",
+		},
+	}
+}

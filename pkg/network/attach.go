@@ -1,0 +1,154 @@
+package network
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// NodeInterface is the name of a sandboxed node's end of its veth pair,
+// inside the node's network namespace.
+const NodeInterface = "eth0"
+
+// AttachNode joins the network namespace of process pid to the cluster
+// bridge as node i of plan p: a veth pair whose host end Names.HostVeth(i)
+// is enslaved to the bridge and up, and whose peer is created directly in
+// that namespace as NodeInterface with the node's IP/NodeCIDR.Bits(), up,
+// next to lo (up) and a default route via BridgeIP.
+//
+// It is idempotent: a host veth left from an earlier (partial) attempt is
+// deleted first, taking its peer with it. On failure it removes the veth
+// again. It errors when p is invalid (as Setup would report), when p has no
+// node i, when node i is Local, when the
+// bridge is missing (Setup has not run), and when the namespace already has
+// a NodeInterface of its own (wrapping unix.EEXIST).
+func AttachNode(p Plan, i int, pid int) error {
+	p = p.normalized()
+	if err := p.validate(); err != nil {
+		return fmt.Errorf("attach node %d: network plan of cluster %q: %w", i, p.Cluster, err)
+	}
+	n := NamesFor(p.Cluster)
+	node, ok := p.node(i)
+	switch {
+	case !ok:
+		return fmt.Errorf("attach node %d of cluster %q: the plan has no such node", i, p.Cluster)
+	case node.Local:
+		return fmt.Errorf("attach node %d of cluster %q: the node runs on the host, it has no namespace to attach", i, p.Cluster)
+	case pid <= 0:
+		return fmt.Errorf("attach node %d of cluster %q: invalid pid %d", i, p.Cluster, pid)
+	}
+	host := n.HostVeth(i)
+	br, err := netlink.LinkByName(n.Bridge)
+	if err != nil {
+		return fmt.Errorf("attach node %d: cluster bridge %s (run Setup first): %w", i, n.Bridge, err)
+	}
+	if err := deleteLink(host); err != nil {
+		return fmt.Errorf("attach node %d: remove stale veth: %w", i, err)
+	}
+	veth := &netlink.Veth{
+		LinkAttrs:     netlink.LinkAttrs{Name: host, MTU: br.Attrs().MTU},
+		PeerName:      NodeInterface,
+		PeerNamespace: netlink.NsPid(pid),
+	}
+	if err := netlink.LinkAdd(veth); err != nil {
+		if errors.Is(err, unix.EEXIST) {
+			return fmt.Errorf("attach node %d: create veth %s: namespace of pid %d already has an %s, or %s exists: %w",
+				i, host, pid, NodeInterface, host, err)
+		}
+		return fmt.Errorf("attach node %d: create veth %s with peer %s in the namespace of pid %d: %w",
+			i, host, NodeInterface, pid, err)
+	}
+	if err := configureVeth(p, node, host, br, pid); err != nil {
+		return errors.Join(fmt.Errorf("attach node %d: %w", i, err), deleteLink(host))
+	}
+	return nil
+}
+
+// configureVeth enslaves and raises the host end, then addresses and routes
+// the peer inside the namespace of pid.
+func configureVeth(p Plan, node NodeRoute, host string, br netlink.Link, pid int) error {
+	l, err := netlink.LinkByName(host)
+	if err != nil {
+		return fmt.Errorf("look up veth %s: %w", host, err)
+	}
+	if err := netlink.LinkSetMaster(l, br); err != nil {
+		return fmt.Errorf("enslave %s to %s: %w", host, br.Attrs().Name, err)
+	}
+	if err := netlink.LinkSetUp(l); err != nil {
+		return fmt.Errorf("set %s up: %w", host, err)
+	}
+
+	ns, err := netns.GetFromPid(pid)
+	if err != nil {
+		return fmt.Errorf("open network namespace of pid %d: %w", pid, err)
+	}
+	defer ns.Close()
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		return fmt.Errorf("netlink in namespace of pid %d: %w", pid, err)
+	}
+	defer h.Close()
+
+	in := func(format string, args ...any) error {
+		return fmt.Errorf("in namespace of pid %d: "+format, append([]any{pid}, args...)...)
+	}
+	eth, err := h.LinkByName(NodeInterface)
+	if err != nil {
+		return in("look up %s: %w", NodeInterface, err)
+	}
+	addr := prefixAddr(netip.PrefixFrom(node.IP, p.NodeCIDR.Bits()))
+	if err := h.AddrReplace(eth, addr); err != nil {
+		return in("add address %s to %s: %w", addr.IPNet, NodeInterface, err)
+	}
+	if err := h.LinkSetUp(eth); err != nil {
+		return in("set %s up: %w", NodeInterface, err)
+	}
+	lo, err := h.LinkByName("lo")
+	if err != nil {
+		return in("look up lo: %w", err)
+	}
+	if err := h.LinkSetUp(lo); err != nil {
+		return in("set lo up: %w", err)
+	}
+	def := &netlink.Route{
+		LinkIndex: eth.Attrs().Index,
+		Dst:       &net.IPNet{IP: net.IPv4zero.To4(), Mask: net.CIDRMask(0, 32)},
+		Gw:        p.BridgeIP.AsSlice(),
+		Protocol:  Protocol,
+	}
+	if err := h.RouteReplace(def); err != nil {
+		return in("add default route via %s: %w", p.BridgeIP, err)
+	}
+	return nil
+}
+
+// DetachNode removes host veth i of cluster, which takes its peer in the
+// node's namespace with it. A missing veth is not an error.
+func DetachNode(cluster string, i int) error {
+	n := NamesFor(cluster)
+	if err := deleteLink(n.HostVeth(i)); err != nil {
+		return fmt.Errorf("detach node %d of cluster %q: %w", i, cluster, err)
+	}
+	return nil
+}
+
+// deleteLink deletes the host link called name; a missing link is not an
+// error.
+func deleteLink(name string) error {
+	l, err := netlink.LinkByName(name)
+	if isNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("look up %s: %w", name, err)
+	}
+	if err := netlink.LinkDel(l); err != nil && !isGone(err) {
+		return fmt.Errorf("delete %s: %w", name, err)
+	}
+	return nil
+}

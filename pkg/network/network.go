@@ -1,0 +1,451 @@
+// Package network builds and removes the host side of a kubernix cluster's
+// network on one Linux host: the cluster bridge with the host's address on
+// the node network, a veth per sandboxed node, host-gw routes to each node's
+// pod CIDR, a route for the service CIDR, unreachable routes over the rest of
+// the cluster ranges (so no cluster address leaves by the default route), and
+// two iptables chains: masquerade for traffic leaving the cluster and
+// FORWARD accept for the cluster's bridges.
+//
+// Everything is named after a hash of the cluster name (see NamesFor) and
+// every route carries Protocol, so Teardown and Leftovers work from the
+// cluster name alone, e.g. after the supervisor was killed. IPv4 only. All
+// functions need root (CAP_NET_ADMIN) and, for the chains, the iptables
+// command (iptables-nft or -legacy, whichever `iptables` is: the backend
+// kube-proxy uses).
+package network
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"os"
+	"strings"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
+)
+
+// Protocol is the routing protocol number (75, "proto 75" in `ip route`)
+// on every route this package adds, so it can tell its routes from others.
+const Protocol netlink.RouteProtocol = 0x4b
+
+// ErrConflict is wrapped by Setup's error when a cluster range overlaps an
+// address or route on the host that is not the cluster's own.
+var ErrConflict = errors.New("address range already in use on the host")
+
+// ipForward is the sysctl that lets the host route between the bridge and
+// its other interfaces.
+const ipForward = "/proc/sys/net/ipv4/ip_forward"
+
+// Setup creates or updates, idempotently, the host network of plan p:
+//
+//   - the bridge Names.Bridge, up, with BridgeIP/NodeCIDR.Bits() as its only
+//     IPv4 address;
+//   - net.ipv4.ip_forward=1 (left on by Teardown: other software may need it);
+//   - the routes of the plan (see Plan): pod CIDR via node IP for each
+//     non-local node, the service CIDR via ServiceVia or on the bridge,
+//     unreachable routes over the cluster ranges; routes of the cluster that
+//     are no longer in the plan are removed;
+//   - the nat chain Names.NATChain (`-d <cluster range> -j RETURN` for each
+//     range, then `-s ClusterCIDR -j MASQUERADE` and `-s NodeCIDR -j
+//     MASQUERADE`) appended to POSTROUTING, and the filter chain
+//     Names.ForwardChain (ACCEPT in and out of the bridge and the CNI bridge)
+//     appended to FORWARD, so a FORWARD policy of DROP does not cut off pods
+//     while rules placed earlier (kube-proxy's) still apply first.
+//
+// Before changing anything it validates p (every problem at once) and checks
+// the host: an address or route of another interface or program (another
+// cluster included) that overlaps the node, cluster or service CIDR fails
+// Setup with an error wrapping ErrConflict that lists each such address
+// with its link and each such route; so does a link called Names.Bridge that
+// is not a bridge. Default routes (and the VPN-style 0.0.0.0/1 and
+// 128.0.0.0/1) do not count: the cluster's more specific routes win over
+// them as intended. Other errors name the step that failed.
+func Setup(p Plan) error {
+	p = p.normalized()
+	if err := p.validate(); err != nil {
+		return fmt.Errorf("network plan of cluster %q: %w", p.Cluster, err)
+	}
+	n := NamesFor(p.Cluster)
+	if err := checkHost(p, n); err != nil {
+		return fmt.Errorf("network of cluster %q: %w", p.Cluster, err)
+	}
+	ipt, err := newIPTables()
+	if err != nil {
+		return fmt.Errorf("network of cluster %q: %w", p.Cluster, err)
+	}
+	br, err := ensureBridge(p, n)
+	if err != nil {
+		return fmt.Errorf("cluster bridge %s: %w", n.Bridge, err)
+	}
+	if err := enableForwarding(); err != nil {
+		return err
+	}
+	if err := syncRoutes(p, n, br.Attrs().Index); err != nil {
+		return fmt.Errorf("routes of cluster %q: %w", p.Cluster, err)
+	}
+	if err := ensureChains(ipt, p, n); err != nil {
+		return fmt.Errorf("iptables of cluster %q: %w", p.Cluster, err)
+	}
+	return nil
+}
+
+// checkHost returns an error wrapping ErrConflict that lists every conflict
+// between the plan and the host, one per line; nil when there is none.
+func checkHost(p Plan, n Names) error {
+	links, err := listLinks()
+	if err != nil {
+		return err
+	}
+	linkName := map[int]string{}
+	ours := map[int]bool{}
+	var conflicts []string
+	for _, l := range links {
+		a := l.Attrs()
+		linkName[a.Index] = a.Name
+		ours[a.Index] = n.owns(a.Name)
+		if a.Name == n.Bridge && l.Type() != "bridge" {
+			conflicts = append(conflicts, fmt.Sprintf("link %s exists but is a %s, not a bridge", a.Name, l.Type()))
+		}
+	}
+	ranges := []struct {
+		what string
+		pr   netip.Prefix
+	}{{"node CIDR", p.NodeCIDR}, {"cluster CIDR", p.ClusterCIDR}, {"service CIDR", p.ServiceCIDR}}
+	overlaps := func(pr netip.Prefix) (string, bool) {
+		for _, r := range ranges {
+			if r.pr.Overlaps(pr) {
+				return fmt.Sprintf("the %s %s", r.what, r.pr), true
+			}
+		}
+		return "", false
+	}
+
+	addrs, err := retryDump(func() ([]netlink.Addr, error) { return netlink.AddrList(nil, netlink.FAMILY_V4) })
+	if err != nil {
+		return fmt.Errorf("list addresses: %w", err)
+	}
+	for _, a := range addrs {
+		if ours[a.LinkIndex] {
+			continue
+		}
+		pr, ok := prefixOf(a.IPNet)
+		if !ok {
+			continue
+		}
+		if what, hit := overlaps(pr.Masked()); hit {
+			dev := nameOr(linkName, a.LinkIndex)
+			conflicts = append(conflicts, fmt.Sprintf("address %s on link %s%s overlaps %s",
+				pr, dev, kubernixHint(dev, 0), what))
+		}
+	}
+
+	routes, err := retryDump(func() ([]netlink.Route, error) {
+		return netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
+	})
+	if err != nil {
+		return fmt.Errorf("list routes: %w", err)
+	}
+	for _, r := range routes {
+		// The local table and the kernel's prefix routes only mirror
+		// addresses, checked above.
+		if r.Table == unix.RT_TABLE_LOCAL || r.Protocol == unix.RTPROT_KERNEL ||
+			ours[r.LinkIndex] || n.ownsUnreachable(r) {
+			continue
+		}
+		pr, ok := prefixOf(r.Dst)
+		if !ok || defaultLike(pr) {
+			continue
+		}
+		if what, hit := overlaps(pr); hit {
+			conflicts = append(conflicts, fmt.Sprintf("route %q%s overlaps %s",
+				describeRoute(r, linkName), kubernixHint(linkName[r.LinkIndex], r.Protocol), what))
+		}
+	}
+	if len(conflicts) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w:\n  %s", ErrConflict, strings.Join(conflicts, "\n  "))
+}
+
+// kubernixHint marks a link or route that looks like another kubernix
+// cluster's, so the user knows which `kubernix down` frees the range.
+func kubernixHint(link string, proto netlink.RouteProtocol) string {
+	if proto == Protocol || strings.HasPrefix(link, "kx-") || strings.HasPrefix(link, "kc-") ||
+		(strings.HasPrefix(link, "kx") && len(link) > 10 && link[9] == 'n') {
+		return " (another kubernix cluster's)"
+	}
+	return ""
+}
+
+// defaultLike reports whether pr is a default route or one of the two
+// half-default routes (0.0.0.0/1, 128.0.0.0/1) VPN clients use to replace
+// it; those cover everything, and the cluster's more specific routes win
+// over them as intended.
+func defaultLike(pr netip.Prefix) bool { return pr.Bits() <= 1 }
+
+// ownsUnreachable reports whether r is one of this cluster's unreachable
+// routes: they have no device, so Protocol and Metric tell them apart.
+func (n Names) ownsUnreachable(r netlink.Route) bool {
+	return r.Protocol == Protocol && r.Type == unix.RTN_UNREACHABLE && r.Priority == n.Metric &&
+		(r.Table == unix.RT_TABLE_MAIN || r.Table == 0)
+}
+
+// ensureBridge creates the cluster bridge if needed, brings it up and makes
+// BridgeIP/NodeCIDR.Bits() its only IPv4 address.
+func ensureBridge(p Plan, n Names) (netlink.Link, error) {
+	br, err := netlink.LinkByName(n.Bridge)
+	switch {
+	case isNotFound(err):
+		attrs := netlink.NewLinkAttrs()
+		attrs.Name = n.Bridge
+		attrs.HardwareAddr = n.BridgeMAC
+		if err := netlink.LinkAdd(&netlink.Bridge{LinkAttrs: attrs}); err != nil {
+			return nil, fmt.Errorf("create: %w", err)
+		}
+		if br, err = netlink.LinkByName(n.Bridge); err != nil {
+			return nil, fmt.Errorf("look up after create: %w", err)
+		}
+	case err != nil:
+		return nil, fmt.Errorf("look up: %w", err)
+	}
+	want := prefixAddr(netip.PrefixFrom(p.BridgeIP, p.NodeCIDR.Bits()))
+	have, err := retryDump(func() ([]netlink.Addr, error) { return netlink.AddrList(br, netlink.FAMILY_V4) })
+	if err != nil {
+		return nil, fmt.Errorf("list addresses: %w", err)
+	}
+	for _, a := range have {
+		if a.IPNet.String() == want.IPNet.String() {
+			continue
+		}
+		if err := netlink.AddrDel(br, &a); err != nil && !isGone(err) {
+			return nil, fmt.Errorf("remove stale address %s: %w", a.IPNet, err)
+		}
+	}
+	if err := netlink.AddrReplace(br, want); err != nil {
+		return nil, fmt.Errorf("add address %s: %w", want.IPNet, err)
+	}
+	if err := netlink.LinkSetUp(br); err != nil {
+		return nil, fmt.Errorf("set up: %w", err)
+	}
+	return br, nil
+}
+
+// enableForwarding sets net.ipv4.ip_forward=1 unless it already is.
+func enableForwarding() error {
+	b, err := os.ReadFile(ipForward)
+	if err == nil && strings.TrimSpace(string(b)) == "1" {
+		return nil
+	}
+	if err := os.WriteFile(ipForward, []byte("1\n"), 0o644); err != nil {
+		return fmt.Errorf("enable net.ipv4.ip_forward: %w", err)
+	}
+	return nil
+}
+
+// syncRoutes makes the cluster's routes (those with Protocol on the bridge,
+// and its unreachable routes) exactly the plan's.
+func syncRoutes(p Plan, n Names, bridge int) error {
+	want := map[routeSpec]bool{}
+	for _, r := range p.routes() {
+		want[r] = true
+	}
+	have, err := clusterRoutes(n, bridge)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, r := range have {
+		if s, ok := specOf(r, bridge); ok && want[s] {
+			continue
+		}
+		if err := netlink.RouteDel(&r); err != nil && !isGone(err) {
+			errs = append(errs, fmt.Errorf("remove stale route %q: %w", describeRoute(r, nil), err))
+		}
+	}
+	for _, s := range p.routes() {
+		r := s.netlink(n, bridge)
+		if err := netlink.RouteReplace(r); err != nil {
+			errs = append(errs, fmt.Errorf("add route %s: %w", s, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// clusterRoutes lists the IPv4 routes of the cluster: Protocol routes on
+// link index bridge (0: none) and the cluster's unreachable routes.
+func clusterRoutes(n Names, bridge int) ([]netlink.Route, error) {
+	all, err := retryDump(func() ([]netlink.Route, error) {
+		return netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Protocol: Protocol}, netlink.RT_FILTER_PROTOCOL)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list routes: %w", err)
+	}
+	var out []netlink.Route
+	for _, r := range all {
+		if (bridge != 0 && r.LinkIndex == bridge) || n.ownsUnreachable(r) {
+			out = append(out, r)
+		}
+	}
+	return out, nil
+}
+
+// netlink turns s into the route to add, on the bridge with link index
+// bridge.
+func (s routeSpec) netlink(n Names, bridge int) *netlink.Route {
+	r := &netlink.Route{
+		Dst:      prefixAddr(s.Dst).IPNet,
+		Protocol: Protocol,
+		Table:    unix.RT_TABLE_MAIN,
+	}
+	switch {
+	case s.Unreachable:
+		r.Type = unix.RTN_UNREACHABLE
+		r.Priority = n.Metric
+	case s.Via.IsValid():
+		r.LinkIndex = bridge
+		r.Gw = s.Via.AsSlice()
+	default:
+		r.LinkIndex = bridge
+		r.Scope = netlink.SCOPE_LINK
+	}
+	return r
+}
+
+// specOf is the inverse of routeSpec.netlink for routes of the cluster.
+func specOf(r netlink.Route, bridge int) (routeSpec, bool) {
+	dst, ok := prefixOf(r.Dst)
+	if !ok {
+		return routeSpec{}, false
+	}
+	if r.Type == unix.RTN_UNREACHABLE {
+		return routeSpec{Dst: dst, Unreachable: true}, true
+	}
+	if r.LinkIndex != bridge || r.Type != unix.RTN_UNICAST || r.Priority != 0 {
+		return routeSpec{}, false
+	}
+	s := routeSpec{Dst: dst}
+	if r.Gw != nil {
+		gw, ok := netip.AddrFromSlice(r.Gw)
+		if !ok {
+			return routeSpec{}, false
+		}
+		s.Via = gw.Unmap()
+	}
+	return s, true
+}
+
+// prefixOf converts a *net.IPNet to an IPv4 netip.Prefix (not masked);
+// false for nil or non-IPv4.
+func prefixOf(n *net.IPNet) (netip.Prefix, bool) {
+	if n == nil {
+		return netip.Prefix{}, false
+	}
+	a, ok := netip.AddrFromSlice(n.IP)
+	if !ok {
+		return netip.Prefix{}, false
+	}
+	a = a.Unmap()
+	ones, bits := n.Mask.Size()
+	if !a.Is4() || bits != 32 {
+		return netip.Prefix{}, false
+	}
+	return netip.PrefixFrom(a, ones), true
+}
+
+// prefixAddr converts an IPv4 prefix to a netlink address.
+func prefixAddr(p netip.Prefix) *netlink.Addr {
+	return &netlink.Addr{IPNet: &net.IPNet{
+		IP:   p.Addr().AsSlice(),
+		Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen()),
+	}}
+}
+
+// describeRoute renders r like `ip route`, naming devices from links when
+// known.
+func describeRoute(r netlink.Route, links map[int]string) string {
+	var b strings.Builder
+	switch r.Type {
+	case unix.RTN_UNICAST:
+	case unix.RTN_UNREACHABLE:
+		b.WriteString("unreachable ")
+	case unix.RTN_BLACKHOLE:
+		b.WriteString("blackhole ")
+	case unix.RTN_PROHIBIT:
+		b.WriteString("prohibit ")
+	case unix.RTN_THROW:
+		b.WriteString("throw ")
+	case unix.RTN_LOCAL:
+		b.WriteString("local ")
+	case unix.RTN_BROADCAST:
+		b.WriteString("broadcast ")
+	default:
+		fmt.Fprintf(&b, "type %d ", r.Type)
+	}
+	if pr, ok := prefixOf(r.Dst); ok {
+		b.WriteString(pr.String())
+	} else {
+		b.WriteString("default")
+	}
+	if r.Gw != nil {
+		fmt.Fprintf(&b, " via %s", r.Gw)
+	}
+	if r.LinkIndex != 0 {
+		fmt.Fprintf(&b, " dev %s", nameOr(links, r.LinkIndex))
+	}
+	if r.Protocol != 0 {
+		fmt.Fprintf(&b, " proto %d", r.Protocol)
+	}
+	if r.Priority != 0 {
+		fmt.Fprintf(&b, " metric %d", r.Priority)
+	}
+	if r.Table != 0 && r.Table != unix.RT_TABLE_MAIN {
+		fmt.Fprintf(&b, " table %d", r.Table)
+	}
+	return b.String()
+}
+
+// nameOr returns the name of link index i, or "#<i>" when unknown.
+func nameOr(links map[int]string, i int) string {
+	if name, ok := links[i]; ok {
+		return name
+	}
+	if l, err := netlink.LinkByIndex(i); err == nil {
+		return l.Attrs().Name
+	}
+	return fmt.Sprintf("#%d", i)
+}
+
+// listLinks lists the host's links, retrying an interrupted dump.
+func listLinks() ([]netlink.Link, error) {
+	links, err := retryDump(netlink.LinkList)
+	if err != nil {
+		return nil, fmt.Errorf("list links: %w", err)
+	}
+	return links, nil
+}
+
+// retryDump calls dump until its result is not marked interrupted (the
+// kernel's table changed during the dump), at most a few times.
+func retryDump[T any](dump func() ([]T, error)) ([]T, error) {
+	var err error
+	for range 5 {
+		var v []T
+		if v, err = dump(); !errors.Is(err, netlink.ErrDumpInterrupted) {
+			return v, err
+		}
+	}
+	return nil, err
+}
+
+// isNotFound reports whether err says a link does not exist.
+func isNotFound(err error) bool {
+	var nf netlink.LinkNotFoundError
+	return errors.As(err, &nf) || errors.Is(err, unix.ENODEV)
+}
+
+// isGone reports whether err says the thing to delete is already gone.
+func isGone(err error) bool {
+	return isNotFound(err) || errors.Is(err, unix.ESRCH) || errors.Is(err, unix.EADDRNOTAVAIL) || errors.Is(err, unix.ENOENT)
+}

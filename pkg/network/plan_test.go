@@ -1,0 +1,220 @@
+package network
+
+import (
+	"net/netip"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+var (
+	mp = netip.MustParsePrefix
+	ma = netip.MustParseAddr
+)
+
+// examplePlan is the default layout of a 10.254.0.0/16 cluster with two
+// sandboxed nodes (0 and 1) and one local node (2).
+func examplePlan(cluster string) Plan {
+	return Plan{
+		Cluster:     cluster,
+		NodeCIDR:    mp("10.254.0.0/24"),
+		BridgeIP:    ma("10.254.0.1"),
+		ServiceCIDR: mp("10.254.16.0/20"),
+		ClusterCIDR: mp("10.254.128.0/17"),
+		Whole:       mp("10.254.0.0/16"),
+		Nodes: []NodeRoute{
+			{Index: 0, IP: ma("10.254.0.2"), PodCIDR: mp("10.254.128.0/24")},
+			{Index: 1, IP: ma("10.254.0.3"), PodCIDR: mp("10.254.129.0/24")},
+			{Index: 2, IP: ma("10.254.0.1"), PodCIDR: mp("10.254.130.0/24"), Local: true},
+		},
+		ServiceVia: ma("10.254.0.2"),
+	}
+}
+
+func TestPlanValidate(t *testing.T) {
+	tests := []struct {
+		name  string
+		edit  func(*Plan)
+		wants []string // substrings of the error; none: valid
+	}{
+		{"example", func(*Plan) {}, nil},
+		{"separate CIDRs, no whole", func(p *Plan) { p.Whole = netip.Prefix{} }, nil},
+		{"service on bridge", func(p *Plan) { p.ServiceVia = netip.Addr{} }, nil},
+		{"unmasked prefixes", func(p *Plan) { p.ClusterCIDR = mp("10.254.200.1/17") }, nil},
+		{"bad name", func(p *Plan) { p.Cluster = "Not_A_Label" }, []string{`cluster name "Not_A_Label"`}},
+		{"missing CIDRs", func(p *Plan) { p.NodeCIDR, p.ServiceCIDR = netip.Prefix{}, netip.Prefix{} },
+			[]string{"node CIDR", "service CIDR"}},
+		{"IPv6", func(p *Plan) { p.ClusterCIDR = mp("fd00::/64") }, []string{"cluster CIDR"}},
+		{"overlap", func(p *Plan) { p.ServiceCIDR = mp("10.254.128.0/20") },
+			[]string{"cluster CIDR 10.254.128.0/17 overlaps service CIDR 10.254.128.0/20"}},
+		{"bridge outside", func(p *Plan) { p.BridgeIP = ma("10.254.1.1") }, []string{"bridge IP 10.254.1.1"}},
+		{"bridge is network address", func(p *Plan) { p.BridgeIP = ma("10.254.0.0") }, []string{"bridge IP 10.254.0.0"}},
+		{"every node problem at once", func(p *Plan) {
+			p.Nodes[0].IP = ma("10.254.0.1")
+			p.Nodes[1].PodCIDR = mp("10.254.1.0/24")
+			p.Nodes[2].Index = 0
+			p.ServiceVia = ma("10.254.9.9")
+		}, []string{"node 0 IP 10.254.0.1", "node 1 pod CIDR 10.254.1.0/24", "node index 0 appears twice", "service route via 10.254.9.9"}},
+		{"pod CIDRs overlap", func(p *Plan) { p.Nodes[1].PodCIDR = mp("10.254.128.0/23") },
+			[]string{"pod CIDRs of nodes 0 (10.254.128.0/24) and 1 (10.254.128.0/23) overlap"}},
+		{"index too big", func(p *Plan) { p.Nodes[1].Index = MaxNodeIndex + 1 }, []string{"node index 100000"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := examplePlan("kubernix")
+			tt.edit(&p)
+			err := p.normalized().validate()
+			if len(tt.wants) == 0 {
+				if err != nil {
+					t.Fatalf("validate: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatalf("validate passed, want errors %q", tt.wants)
+			}
+			for _, w := range tt.wants {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q lacks %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestPlanRoutesAndRules(t *testing.T) {
+	tests := []struct {
+		name       string
+		edit       func(*Plan)
+		wantRanges []string
+		wantRoutes []string
+		wantNAT    []string
+	}{
+		{
+			name:       "whole range, service via node 0",
+			edit:       func(*Plan) {},
+			wantRanges: []string{"10.254.0.0/16"},
+			wantRoutes: []string{
+				"10.254.128.0/24 via 10.254.0.2",
+				"10.254.129.0/24 via 10.254.0.3",
+				"10.254.16.0/20 via 10.254.0.2",
+				"unreachable 10.254.0.0/16",
+			},
+			wantNAT: []string{
+				"-d 10.254.0.0/16 -j RETURN",
+				"-s 10.254.128.0/17 -j MASQUERADE",
+				"-s 10.254.0.0/24 -j MASQUERADE",
+			},
+		},
+		{
+			name: "separate CIDRs, process executor",
+			edit: func(p *Plan) {
+				p.Whole = netip.Prefix{}
+				p.ServiceVia = netip.Addr{}
+				p.ServiceCIDR = mp("10.96.0.0/12")
+				p.Nodes = []NodeRoute{{Index: 0, IP: p.BridgeIP, PodCIDR: mp("10.254.128.0/24"), Local: true}}
+			},
+			wantRanges: []string{"10.254.0.0/24", "10.96.0.0/12", "10.254.128.0/17"},
+			wantRoutes: []string{
+				"10.96.0.0/12 dev bridge",
+				"unreachable 10.254.0.0/24",
+				"unreachable 10.96.0.0/12",
+				"unreachable 10.254.128.0/17",
+			},
+			wantNAT: []string{
+				"-d 10.254.0.0/24 -j RETURN",
+				"-d 10.96.0.0/12 -j RETURN",
+				"-d 10.254.128.0/17 -j RETURN",
+				"-s 10.254.128.0/17 -j MASQUERADE",
+				"-s 10.254.0.0/24 -j MASQUERADE",
+			},
+		},
+		{
+			name:       "service CIDR outside the whole range",
+			edit:       func(p *Plan) { p.ServiceCIDR = mp("10.96.0.0/12") },
+			wantRanges: []string{"10.254.0.0/16", "10.96.0.0/12"},
+			wantRoutes: []string{
+				"10.254.128.0/24 via 10.254.0.2",
+				"10.254.129.0/24 via 10.254.0.3",
+				"10.96.0.0/12 via 10.254.0.2",
+				"unreachable 10.254.0.0/16",
+				"unreachable 10.96.0.0/12",
+			},
+			wantNAT: []string{
+				"-d 10.254.0.0/16 -j RETURN",
+				"-d 10.96.0.0/12 -j RETURN",
+				"-s 10.254.128.0/17 -j MASQUERADE",
+				"-s 10.254.0.0/24 -j MASQUERADE",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := examplePlan("kubernix")
+			tt.edit(&p)
+			p = p.normalized()
+			if err := p.validate(); err != nil {
+				t.Fatalf("validate: %v", err)
+			}
+			if got := strs(p.clusterRanges()); !reflect.DeepEqual(got, tt.wantRanges) {
+				t.Errorf("clusterRanges = %q, want %q", got, tt.wantRanges)
+			}
+			if got := strs(p.routes()); !reflect.DeepEqual(got, tt.wantRoutes) {
+				t.Errorf("routes = %q, want %q", got, tt.wantRoutes)
+			}
+			var nat []string
+			for _, r := range natRules(p) {
+				nat = append(nat, strings.Join(r, " "))
+			}
+			if !reflect.DeepEqual(nat, tt.wantNAT) {
+				t.Errorf("natRules = %q, want %q", nat, tt.wantNAT)
+			}
+		})
+	}
+}
+
+func TestForwardRules(t *testing.T) {
+	n := NamesFor("kubernix")
+	var got []string
+	for _, r := range forwardRules(n) {
+		got = append(got, strings.Join(r, " "))
+	}
+	want := []string{
+		"-i " + n.Bridge + " -j ACCEPT", "-o " + n.Bridge + " -j ACCEPT",
+		"-i " + n.CNIBridge + " -j ACCEPT", "-o " + n.CNIBridge + " -j ACCEPT",
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("forwardRules = %q, want %q", got, want)
+	}
+}
+
+func TestSplitRule(t *testing.T) {
+	tests := []struct {
+		line string
+		want []string
+	}{
+		{"-A FORWARD -j KUBERNIX-FWD-0A1B2C3D", []string{"-A", "FORWARD", "-j", "KUBERNIX-FWD-0A1B2C3D"}},
+		{`-A POSTROUTING -m comment --comment "kubernix cluster dev" -j KUBERNIX-0A1B2C3D`,
+			[]string{"-A", "POSTROUTING", "-m", "comment", "--comment", "kubernix cluster dev", "-j", "KUBERNIX-0A1B2C3D"}},
+		{`-A X -m comment --comment "say \"hi\"" -j RETURN`,
+			[]string{"-A", "X", "-m", "comment", "--comment", `say "hi"`, "-j", "RETURN"}},
+		{"  -P   FORWARD ACCEPT ", []string{"-P", "FORWARD", "ACCEPT"}},
+		{`--comment ""`, []string{"--comment", ""}},
+	}
+	for _, tt := range tests {
+		if got := splitRule(tt.line); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("splitRule(%q) = %q, want %q", tt.line, got, tt.want)
+		}
+		if back := splitRule(joinRule(tt.want)); !reflect.DeepEqual(back, tt.want) {
+			t.Errorf("splitRule(joinRule(%q)) = %q", tt.want, back)
+		}
+	}
+}
+
+func strs[T interface{ String() string }](xs []T) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = x.String()
+	}
+	return out
+}

@@ -1,0 +1,114 @@
+package network
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+
+	"github.com/vishvananda/netlink"
+)
+
+// Teardown removes, from the cluster name alone, everything Setup and
+// AttachNode made for cluster: the jump rules and the chains, the host
+// veths (their peers go with them), the CNI bridge, the cluster bridge (its
+// routes go with it) and the cluster's unreachable routes. It is idempotent:
+// what is already gone is skipped, and every other failure is collected
+// with errors.Join while the rest is still removed. net.ipv4.ip_forward is
+// left as it is.
+func Teardown(cluster string) error {
+	n := NamesFor(cluster)
+	var errs []error
+	if ipt, err := newIPTables(); err != nil {
+		errs = append(errs, err)
+	} else if err := removeChains(ipt, n); err != nil {
+		errs = append(errs, err)
+	}
+
+	links, err := clusterLinks(n)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	// Veths first, so the bridge goes last among the links.
+	sort.SliceStable(links, func(i, j int) bool {
+		return n.isHostVeth(links[i].Attrs().Name) && !n.isHostVeth(links[j].Attrs().Name)
+	})
+	for _, l := range links {
+		if err := netlink.LinkDel(l); err != nil && !isGone(err) {
+			errs = append(errs, fmt.Errorf("delete link %s: %w", l.Attrs().Name, err))
+		}
+	}
+
+	routes, err := clusterRoutes(n, 0)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	for _, r := range routes {
+		if err := netlink.RouteDel(&r); err != nil && !isGone(err) {
+			errs = append(errs, fmt.Errorf("delete route %q: %w", describeRoute(r, nil), err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("tear down network of cluster %q: %w", cluster, err)
+	}
+	return nil
+}
+
+// Leftovers lists what of cluster's network exists on the host, one
+// human-readable line each: the cluster's links (bridge, CNI bridge, host
+// veths), routes carrying Protocol on those links, its unreachable routes,
+// its iptables chains and the jump rules to them. It is empty after
+// Teardown. It errors only when it cannot look (netlink or iptables
+// failing), returning what it found so far.
+func Leftovers(cluster string) ([]string, error) {
+	n := NamesFor(cluster)
+	var out []string
+	var errs []error
+	links, err := clusterLinks(n)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	names := map[int]string{}
+	for _, l := range links {
+		names[l.Attrs().Index] = l.Attrs().Name
+		out = append(out, fmt.Sprintf("link %s (%s)", l.Attrs().Name, l.Type()))
+	}
+	routes, err := retryDump(func() ([]netlink.Route, error) {
+		return netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Protocol: Protocol}, netlink.RT_FILTER_PROTOCOL)
+	})
+	if err != nil {
+		errs = append(errs, fmt.Errorf("list routes: %w", err))
+	}
+	for _, r := range routes {
+		if _, onOurs := names[r.LinkIndex]; (onOurs && r.LinkIndex != 0) || n.ownsUnreachable(r) {
+			out = append(out, "route "+describeRoute(r, names))
+		}
+	}
+	if ipt, err := newIPTables(); err != nil {
+		errs = append(errs, err)
+	} else {
+		chains, err := chainLeftovers(ipt, n)
+		out = append(out, chains...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return out, fmt.Errorf("leftovers of cluster %q: %w", cluster, err)
+	}
+	return out, nil
+}
+
+// clusterLinks lists the host links that belong to the cluster by name.
+func clusterLinks(n Names) ([]netlink.Link, error) {
+	all, err := listLinks()
+	if err != nil {
+		return nil, err
+	}
+	var out []netlink.Link
+	for _, l := range all {
+		if n.owns(l.Attrs().Name) {
+			out = append(out, l)
+		}
+	}
+	return out, nil
+}

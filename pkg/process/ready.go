@@ -1,0 +1,150 @@
+package process
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+// Defaults of the readiness checks.
+const (
+	// DefaultReadyInterval is used by WaitReady when interval <= 0.
+	DefaultReadyInterval = 500 * time.Millisecond
+	// ProbeTimeout bounds one attempt of HTTPGet and TCP.
+	ProbeTimeout = 2 * time.Second
+	// TailLines is how many log lines WaitReady errors show.
+	TailLines = 20
+	// bodyExcerpt is how many bytes of an unexpected HTTP response body
+	// HTTPGet puts in its error.
+	bodyExcerpt = 200
+)
+
+// Probe checks once whether a component is ready: nil means ready. It must
+// return when ctx ends.
+type Probe func(ctx context.Context) error
+
+// WaitReady calls probe, first at once and then every interval (<= 0 means
+// DefaultReadyInterval), until it returns nil, and then returns nil.
+//
+// If the process exits first, WaitReady returns at once (without waiting for
+// the next attempt) with an error wrapping ErrExited and, for a started
+// process, the *exec.ExitError; it shows the exit status and the last 20
+// lines of the log file. If ctx ends first, the error wraps ctx.Err() and the
+// last probe error, and shows the log tail too.
+func (p *Process) WaitReady(ctx context.Context, probe Probe, interval time.Duration) error {
+	if interval <= 0 {
+		interval = DefaultReadyInterval
+	}
+	begin := time.Now()
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	go func() {
+		select {
+		case <-p.done:
+			cancel() // abort the attempt in flight and the wait for the next one
+		case <-pctx.Done():
+		}
+	}()
+
+	var lastErr error
+	err := wait.PollUntilContextCancel(pctx, interval, true, func(ctx context.Context) (bool, error) {
+		if p.exited() {
+			return false, ErrExited
+		}
+		if err := probe(ctx); err != nil {
+			lastErr = err
+			return false, nil
+		}
+		return true, nil
+	})
+	if err == nil {
+		return nil
+	}
+
+	who := fmt.Sprintf("%s (pid %d)", p.cmd.Name, p.pid)
+	if p.exited() {
+		tail := p.logTail()
+		if p.exitErr != nil {
+			return fmt.Errorf("%s exited before it was ready: %w: %w%s", who, ErrExited, p.exitErr, tail)
+		}
+		return fmt.Errorf("%s exited before it was ready: %w: %s%s", who, ErrExited, p.status(), tail)
+	}
+	if ctx.Err() != nil {
+		err = ctx.Err()
+	}
+	if lastErr == nil {
+		lastErr = errors.New("no probe completed")
+	}
+	return fmt.Errorf("%s not ready after %s: %w; last probe error: %w%s",
+		who, time.Since(begin).Round(time.Millisecond), err, lastErr, p.logTail())
+}
+
+// logTail formats the last TailLines lines of the log file for an error message.
+func (p *Process) logTail() string {
+	lines, err := Tail(p.cmd.LogFile, TailLines)
+	if err != nil {
+		return fmt.Sprintf("\n(no log: %v)", err)
+	}
+	if len(lines) == 0 {
+		return fmt.Sprintf("\n(%s is empty)", p.cmd.LogFile)
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\nlast %d lines of %s:", len(lines), p.cmd.LogFile)
+	for _, l := range lines {
+		b.WriteString("\n    ")
+		b.WriteString(l)
+	}
+	return b.String()
+}
+
+// HTTPGet returns a Probe that GETs url and expects a 2xx status. tlsConfig
+// (may be nil; it is cloned) configures https; proxies from the environment
+// are not used. Each attempt is bounded by ProbeTimeout and opens a new
+// connection. The error includes the status and the first 200 bytes of the
+// response body.
+func HTTPGet(url string, tlsConfig *tls.Config) Probe {
+	client := &http.Client{Transport: &http.Transport{
+		Proxy:             nil,
+		TLSClientConfig:   tlsConfig.Clone(),
+		DisableKeepAlives: true,
+	}}
+	return func(ctx context.Context) error {
+		ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+		defer cancel()
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+		if err != nil {
+			return err
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			return err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode >= 200 && resp.StatusCode < 300 {
+			return nil
+		}
+		body, _ := io.ReadAll(io.LimitReader(resp.Body, bodyExcerpt))
+		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
+	}
+}
+
+// TCP returns a Probe that succeeds when a TCP connection to addr
+// ("host:port") can be opened; each attempt is bounded by ProbeTimeout.
+func TCP(addr string) Probe {
+	return func(ctx context.Context) error {
+		d := net.Dialer{Timeout: ProbeTimeout}
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			return err
+		}
+		return conn.Close()
+	}
+}

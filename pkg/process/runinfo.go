@@ -1,0 +1,247 @@
+package process
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// File names inside a Command's RunDir.
+const (
+	PidFile = "pid"
+	RunFile = "run.json"
+)
+
+// RunInfo is the content of <RunDir>/run.json: what Start ran, and how to
+// recognise that process again.
+type RunInfo struct {
+	// Name and Scope are the Command's: component and node (or "control-plane").
+	Name  string `json:"name"`
+	Scope string `json:"scope"`
+	// Argv is the exact argument vector, Wrapper included (Command.Argv).
+	Argv []string `json:"argv"`
+	// Wrapper is the Command's Wrapper, a prefix of Argv.
+	Wrapper []string `json:"wrapper,omitempty"`
+	// Env lists the KEY=VALUE entries of Command.Env that are missing from
+	// or different in the supervisor's environment; nil when the process
+	// inherited the supervisor's environment.
+	Env []string `json:"env,omitempty"`
+	// EnvUnset lists, sorted, the keys of the supervisor's environment that
+	// Command.Env left out.
+	EnvUnset []string `json:"env_unset,omitempty"`
+	// Dir is the effective working directory.
+	Dir string `json:"dir"`
+	// LogFile is the file receiving stdout and stderr.
+	LogFile string `json:"log_file"`
+	// StopGroup is the Command's: Stop signals the whole process group.
+	StopGroup bool `json:"stop_group,omitempty"`
+	// PID is the process ID, also in the pidfile.
+	PID int `json:"pid"`
+	// StartTime is the process start time in clock ticks after boot
+	// (field 22 of /proc/<pid>/stat); a different value for the same PID
+	// means the PID was reused by another process.
+	StartTime uint64 `json:"start_time"`
+	// StartedAt is the wall-clock start time, serialised as RFC 3339 with
+	// nanoseconds.
+	StartedAt time.Time `json:"started_at"`
+}
+
+// ReadRun reads <runDir>/run.json. The error wraps fs.ErrNotExist when the
+// file is missing, and describes the problem when it is not valid JSON.
+func ReadRun(runDir string) (RunInfo, error) {
+	var info RunInfo
+	data, err := os.ReadFile(filepath.Join(runDir, RunFile))
+	if err != nil {
+		return info, err
+	}
+	if err := json.Unmarshal(data, &info); err != nil {
+		return info, fmt.Errorf("parse %s: %w", filepath.Join(runDir, RunFile), err)
+	}
+	return info, nil
+}
+
+// Running reports the pid recorded in runDir and whether that process is
+// alive and is the one that was recorded (its start time matches run.json).
+// pid is 0 when ok is false. Running only reads.
+func Running(runDir string) (pid int, ok bool) {
+	rec := inspect(runDir)
+	if !rec.live {
+		return 0, false
+	}
+	return rec.pid, true
+}
+
+// record is what inspect found in a run directory.
+type record struct {
+	info    RunInfo
+	pid     int    // from the pidfile; 0 if missing or unreadable
+	pidfile bool   // the pidfile exists
+	live    bool   // the recorded process is alive and has the recorded start time
+	reason  string // why not live, when pidfile is true
+}
+
+// inspect reads the pidfile and run.json of runDir and checks the process.
+func inspect(runDir string) record {
+	var rec record
+	pid, err := readPidfile(runDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return rec
+	}
+	rec.pidfile, rec.pid = true, pid
+	if err != nil {
+		rec.reason = err.Error()
+		return rec
+	}
+	info, err := ReadRun(runDir)
+	switch {
+	case err != nil:
+		rec.reason = err.Error()
+	case info.PID != pid:
+		rec.reason = fmt.Sprintf("pidfile says %d, %s says %d", pid, RunFile, info.PID)
+	default:
+		rec.info = info
+		rec.live, rec.reason = matches(pid, info.StartTime)
+	}
+	return rec
+}
+
+// matches reports whether pid is a live (not zombie) process started at
+// startTime, and if not, why.
+func matches(pid int, startTime uint64) (bool, string) {
+	st, err := readProcStat(pid)
+	switch {
+	case err != nil:
+		return false, fmt.Sprintf("pid %d: %v", pid, err)
+	case st.state == 'Z' || st.state == 'X':
+		return false, fmt.Sprintf("pid %d has exited", pid)
+	case st.startTime != startTime:
+		return false, fmt.Sprintf("pid %d was reused (start time %d, recorded %d)", pid, st.startTime, startTime)
+	}
+	return true, ""
+}
+
+func pidPath(runDir string) string { return filepath.Join(runDir, PidFile) }
+
+func readPidfile(runDir string) (int, error) {
+	data, err := os.ReadFile(pidPath(runDir))
+	if err != nil {
+		return 0, err
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 0 {
+		return 0, fmt.Errorf("pidfile %s: not a pid: %q", pidPath(runDir), bytes.TrimSpace(data))
+	}
+	return pid, nil
+}
+
+// writeRun writes run.json and then the pidfile, each atomically, so a
+// pidfile always has its run.json.
+func writeRun(runDir string, info RunInfo) error {
+	data, err := json.MarshalIndent(info, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := writeFileAtomic(filepath.Join(runDir, RunFile), append(data, '\n')); err != nil {
+		return err
+	}
+	return writeFileAtomic(pidPath(runDir), []byte(strconv.Itoa(info.PID)+"\n"))
+}
+
+// writeFileAtomic replaces path by a file with data and mode 0644 via a
+// rename, so readers see the old or the new content, never a part.
+func writeFileAtomic(path string, data []byte) error {
+	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
+	if err != nil {
+		return err
+	}
+	_, err = f.Write(data)
+	err = errors.Join(err, f.Chmod(0o644), f.Close())
+	if err == nil {
+		err = os.Rename(f.Name(), path)
+	}
+	if err != nil {
+		os.Remove(f.Name())
+		return err
+	}
+	return nil
+}
+
+// removeFile removes path; a missing file is not an error.
+func removeFile(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// procStat holds the fields of /proc/<pid>/stat this package needs.
+type procStat struct {
+	state     byte   // field 3: R, S, D, Z, X, ...
+	startTime uint64 // field 22: start time in clock ticks after boot
+}
+
+// readProcStat reads /proc/<pid>/stat. The error wraps fs.ErrNotExist when
+// there is no such process.
+func readProcStat(pid int) (procStat, error) {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return procStat{}, err
+	}
+	return parseProcStat(data)
+}
+
+// parseProcStat parses a /proc/<pid>/stat line. Field 2, the command name in
+// parentheses, may itself contain spaces and parentheses, so fields are
+// counted from the last ')'.
+func parseProcStat(data []byte) (procStat, error) {
+	i := bytes.LastIndexByte(data, ')')
+	if i < 0 {
+		return procStat{}, fmt.Errorf("parse /proc stat %q: no ')'", data)
+	}
+	fields := strings.Fields(string(data[i+1:]))
+	// fields[0] is field 3 (state), so field n is fields[n-3].
+	if len(fields) < 22-3+1 || len(fields[0]) != 1 {
+		return procStat{}, fmt.Errorf("parse /proc stat %q: too few fields", data)
+	}
+	start, err := strconv.ParseUint(fields[22-3], 10, 64)
+	if err != nil {
+		return procStat{}, fmt.Errorf("parse /proc stat start time: %w", err)
+	}
+	return procStat{state: fields[0][0], startTime: start}, nil
+}
+
+// envDiff compares a Command's Env with the supervisor's environment: the
+// entries of env that are new or changed, and the keys env leaves out.
+func envDiff(env []string) (changed, unset []string) {
+	if env == nil {
+		return nil, nil
+	}
+	base := make(map[string]string)
+	for _, kv := range os.Environ() {
+		k, _, _ := strings.Cut(kv, "=")
+		base[k] = kv
+	}
+	kept := make(map[string]bool)
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		kept[k] = true
+		if base[k] != kv {
+			changed = append(changed, kv)
+		}
+	}
+	for k := range base {
+		if !kept[k] {
+			unset = append(unset, k)
+		}
+	}
+	slices.Sort(unset)
+	return changed, unset
+}

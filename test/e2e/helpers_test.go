@@ -1,0 +1,222 @@
+// Package e2e holds kubernix's integration tests: they start real clusters
+// on this machine with the built binaries, as CI does (root, `make test`).
+// They skip, saying why, where they cannot run: not root, or the binaries
+// and images not built (set KUBERNIX_BIN_DIR, as `make test` does).
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// env is one test cluster's identity and the tools to drive it.
+type env struct {
+	t          *testing.T
+	binDir     string
+	name       string
+	stateDir   string
+	cidr       string
+	kubeconfig string // the user kubeconfig kubernix merges into
+	extra      []string
+}
+
+// newEnv skips unless the test can start clusters, and returns an env for
+// a cluster named name on cidr, with its state and kubeconfig in temp dirs.
+func newEnv(t *testing.T, name, cidr string, extra ...string) *env {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: skipped with -short")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("integration test: needs root to start a cluster (run `make test` as root)")
+	}
+	binDir := os.Getenv("KUBERNIX_BIN_DIR")
+	if binDir == "" {
+		t.Skip("integration test: KUBERNIX_BIN_DIR is not set (`make test` sets it after building the binaries)")
+	}
+	for _, b := range []string{"kubernix", "kubectl", "kube-apiserver", "containerd"} {
+		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
+			t.Fatalf("KUBERNIX_BIN_DIR=%s lacks %s: run `make bins build images`", binDir, b)
+		}
+	}
+	// Short paths: sockets live under the state dir.
+	state, err := os.MkdirTemp("", "kx-e2e-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(state) })
+	return &env{
+		t: t, binDir: binDir, name: name, stateDir: state, cidr: cidr,
+		kubeconfig: filepath.Join(state, "user-kubeconfig"), extra: extra,
+	}
+}
+
+// args are the flags naming this cluster.
+func (e *env) args() []string {
+	return append([]string{"--name", e.name, "--state-dir", e.stateDir, "--cidr", e.cidr}, e.extra...)
+}
+
+func (e *env) environ() []string {
+	return append(os.Environ(), "KUBECONFIG="+e.kubeconfig, "PATH="+e.binDir+":"+os.Getenv("PATH"))
+}
+
+// kubernix runs kubernix with the cluster's flags after the verb and
+// returns its combined output and exit code.
+func (e *env) kubernix(ctx context.Context, verb string, more ...string) (string, int) {
+	e.t.Helper()
+	args := append(append([]string{verb}, e.args()...), more...)
+	cmd := exec.CommandContext(ctx, filepath.Join(e.binDir, "kubernix"), args...)
+	cmd.Env = e.environ()
+	out, err := cmd.CombinedOutput()
+	code := 0
+	if err != nil {
+		code = -1
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+	}
+	return string(out), code
+}
+
+// mustKubernix is kubernix that fails the test on a non-zero exit.
+func (e *env) mustKubernix(ctx context.Context, verb string, more ...string) string {
+	e.t.Helper()
+	out, code := e.kubernix(ctx, verb, more...)
+	if code != 0 {
+		e.t.Fatalf("kubernix %s exited %d:\n%s", verb, code, out)
+	}
+	return out
+}
+
+// kubectl runs the bundled kubectl against the cluster's merged context.
+func (e *env) kubectl(ctx context.Context, args ...string) (string, error) {
+	e.t.Helper()
+	cmd := exec.CommandContext(ctx, filepath.Join(e.binDir, "kubectl"),
+		append([]string{"--context", "kubernix-" + e.name}, args...)...)
+	cmd.Env = e.environ()
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, errb.String())
+	}
+	return out.String(), nil
+}
+
+func (e *env) mustKubectl(ctx context.Context, args ...string) string {
+	e.t.Helper()
+	out, err := e.kubectl(ctx, args...)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return out
+}
+
+// eventually retries f every 500 ms until it returns nil or timeout passes.
+func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	var err error
+	for time.Now().Before(deadline) {
+		if err = f(); err == nil {
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Fatalf("%s: not within %s: %v", what, timeout, err)
+}
+
+// httpGet fetches url (only addresses on this machine or in our bridges).
+func httpGet(ctx context.Context, url string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", err
+	}
+	client := &http.Client{Transport: &http.Transport{Proxy: nil}}
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	var b bytes.Buffer
+	_, err = b.ReadFrom(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return b.String(), fmt.Errorf("GET %s: %s", url, resp.Status)
+	}
+	return b.String(), err
+}
+
+// hash8 is the 8-hex-digit hash kubernix derives its link and chain names from.
+func hash8(name string) string {
+	h := sha256.Sum256([]byte(name))
+	return hex.EncodeToString(h[:])[:8]
+}
+
+// leftovers inspects the host independently of kubernix's own bookkeeping
+// and lists what of the cluster remains. It checks:
+//   - processes: any whose command line or cwd mentions the state dir;
+//   - mounts: under the state dir, and network namespaces under /run/netns
+//     that are mounted from it;
+//   - links: the cluster bridge, CNI bridge and node veths (by name hash);
+//   - iptables: the cluster's KUBERNIX-* chains, and KUBE-* chains in the
+//     host namespace (process executor);
+//   - cgroups: /kubernix/<node> in every hierarchy.
+func (e *env) leftovers(nodes []string, hostKubeChains bool) []string {
+	e.t.Helper()
+	var out []string
+	entries, _ := os.ReadDir("/proc")
+	for _, d := range entries {
+		cmdline, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if err != nil || d.Name() == fmt.Sprint(os.Getpid()) {
+			continue
+		}
+		if strings.Contains(string(cmdline), e.stateDir) {
+			out = append(out, fmt.Sprintf("process %s: %s", d.Name(), strings.ReplaceAll(string(cmdline), "\x00", " ")))
+		}
+	}
+	mounts, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, line := range strings.Split(string(mounts), "\n") {
+		if strings.Contains(line, e.stateDir) {
+			out = append(out, "mount: "+line)
+		}
+	}
+	h := hash8(e.name)
+	links, _ := exec.Command("ip", "-o", "link", "show").Output()
+	for _, line := range strings.Split(string(links), "\n") {
+		if strings.Contains(line, "kx-"+h) || strings.Contains(line, "kc-"+h) || strings.Contains(line, "kx"+h[:7]+"n") {
+			out = append(out, "link: "+line)
+		}
+	}
+	rules, _ := exec.Command("iptables-save").Output()
+	for _, line := range strings.Split(string(rules), "\n") {
+		if strings.Contains(line, "KUBERNIX-"+strings.ToUpper(h)) || strings.Contains(line, "KUBERNIX-FWD-"+strings.ToUpper(h)) ||
+			(hostKubeChains && strings.HasPrefix(line, ":KUBE-")) {
+			out = append(out, "iptables: "+line)
+		}
+	}
+	routes, _ := exec.Command("ip", "route", "show", "table", "all").Output()
+	prefix := strings.Join(strings.SplitN(e.cidr, ".", 3)[:2], ".") + "."
+	for _, line := range strings.Split(string(routes), "\n") {
+		if strings.Contains(line, prefix) {
+			out = append(out, "route: "+line)
+		}
+	}
+	for _, n := range nodes {
+		matches, _ := filepath.Glob("/sys/fs/cgroup/*/kubernix/" + n)
+		for _, m := range matches {
+			out = append(out, "cgroup: "+m)
+		}
+	}
+	return out
+}
