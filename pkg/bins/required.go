@@ -26,6 +26,8 @@ func Required() []Binary {
 		{Name: "crictl", VersionArgs: []string{"--version"}, Optional: true, Hint: makeBins},
 		{Name: "crun", VersionArgs: []string{"--version"}, Optional: true, Hint: "apt-get install crun (optional: runc is used otherwise)"},
 		{Name: "iptables", VersionArgs: []string{"--version"}, Hint: "apt-get install iptables"},
+		{Name: "unshare", VersionArgs: []string{"--version"}, Hint: "apt-get install util-linux"},
+		{Name: "nsenter", VersionArgs: []string{"--version"}, Hint: "apt-get install util-linux"},
 		{Name: "ip", VersionArgs: []string{"-V"}, Hint: "apt-get install iproute2"},
 		{Name: "conntrack", VersionArgs: []string{"--version"}, Optional: true, Hint: "apt-get install conntrack (kube-proxy flushes stale UDP entries with it)"},
 	}

@@ -53,7 +53,7 @@ func (p *Plan) containerExecutor(nd *node.Node) *node.Container {
 	self, _ := os.Executable()
 	np := p.Paths.Node(nd.Name)
 	return &node.Container{
-		Unshare: "unshare", Nsenter: "nsenter", Self: self, Hostname: nd.Name,
+		Unshare: p.Bin("unshare"), Nsenter: p.Bin("nsenter"), Self: self, Hostname: nd.Name,
 		ReadyFile:  node.ReadyFile(p.Paths.Run(nd.Name, "sandbox")),
 		SharedDirs: []string{np.KubeletRoot()},
 	}

@@ -218,7 +218,7 @@ func TestBuild(t *testing.T) {
 			checkDir(t, byName, "etc/", 0o755)
 			checkDir(t, byName, "tmp/", 0o777|fs.ModeSticky)
 			checkFile(t, byName, "etc/passwd", 0o644, "")
-			for _, applet := range []string{"sh", "nslookup", "wget", "cat", "ls", "sleep", "echo", "ip"} {
+			for _, applet := range []string{"sh", "nslookup", "nc", "cat", "ls", "sleep", "echo", "ip"} {
 				e, ok := byName["bin/"+applet]
 				if !ok {
 					t.Errorf("no /bin/%s", applet)

@@ -124,7 +124,9 @@ func Lookup(name string) (Builtin, bool) {
 
 // BusyboxApplets returns the applets the agnhost image links to
 // /bin/busybox. Each is in `busybox --list` of Debian bookworm's
-// busybox-static 1.35.
+// busybox-static 1.35. wget is left out: that static build crashes
+// (SIGSEGV) resolving a URL's host without glibc's NSS modules, which no
+// scratch image has; use nc, or agnhost's own clients.
 func BusyboxApplets() []string {
 	return []string{
 		"awk", "base64", "basename", "cat", "chmod", "chown", "cp", "cut",
@@ -135,7 +137,7 @@ func BusyboxApplets() []string {
 		"realpath", "rm", "rmdir", "route", "sed", "seq", "sh", "sha256sum",
 		"sleep", "sort", "stat", "sync", "tail", "tee", "test", "timeout",
 		"top", "touch", "tr", "traceroute", "true", "umount", "uname", "uniq",
-		"vi", "wc", "wget", "which", "whoami", "xargs",
+		"vi", "wc", "which", "whoami", "xargs",
 	}
 }
 

@@ -108,7 +108,8 @@ func TestSingleNode(t *testing.T) {
 
 	t.Run("ClusterIP from a pod", func(t *testing.T) {
 		eventually(t, 30*time.Second, "ClusterIP answers", func() error {
-			out, err := e.kubectl(ctx, "exec", "client", "--", "wget", "-qO-", "-T", "3", "http://"+clusterIP+":8080/hostname")
+			out, err := e.kubectl(ctx, "exec", "client", "--", "sh", "-c",
+				`printf 'GET /hostname HTTP/1.0\r\n\r\n' | nc -w 3 `+clusterIP+` 8080 | tail -n 1`)
 			if err != nil {
 				return err
 			}
