@@ -63,6 +63,9 @@ func Cleanup(ctx context.Context, plan *Plan, log *slog.Logger) error {
 	}
 	for _, nd := range plan.Nodes {
 		add(killOrphans(plan, nd.Name))
+		if err := os.Remove(FailedFile(plan.Paths, nd.Name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			add(err)
+		}
 	}
 	add(unmountUnder(plan.Paths.State))
 	add(network.Teardown(plan.Cfg.Name))

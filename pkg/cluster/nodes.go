@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -44,8 +43,53 @@ func (c *Cluster) nodeComponents(nd *node.Node) ([]component.Component, error) {
 	if ctr, ok := nd.Exec.(*node.Container); ok {
 		out = append(out, c.sandbox(nd, ctr))
 	}
-	out = append(out, c.containerd(nd), c.kubelet(nd), c.kubeProxy(nd))
+	out = append(out, c.containerd(nd), c.captured(nd, c.kubelet(nd)), c.captured(nd, c.kubeProxy(nd)))
 	return out, nil
+}
+
+// captured wraps a node agent so the cluster keeps its Stoppable: when the
+// node's containerd is given up on, its kubelet and kube-proxy are stopped.
+func (c *Cluster) captured(nd *node.Node, comp component.Component) component.Component {
+	return &capturedComponent{Component: comp, keep: func(s component.Stoppable) {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		c.agents[nd.Name] = append(c.agents[nd.Name], s)
+	}}
+}
+
+type capturedComponent struct {
+	component.Component
+	keep func(component.Stoppable)
+}
+
+func (cc *capturedComponent) Start(ctx context.Context) (component.Stoppable, error) {
+	s, err := cc.Component.Start(ctx)
+	if err == nil {
+		cc.keep(s)
+	}
+	return s, err
+}
+
+// FailedFile marks a node given up on; it holds the reason.
+func FailedFile(paths config.Paths, nodeName string) string {
+	return filepath.Join(paths.Run(nodeName, ""), "failed")
+}
+
+// nodeFailed handles a node whose containerd keeps dying: it records the
+// failure for `kubernix status` and stops the node's kubelet and
+// kube-proxy, so nothing of the node runs half-alive. The rest of the
+// cluster stays up.
+func (c *Cluster) nodeFailed(nd *node.Node, reason error) {
+	c.Log.Error("node failed: stopping its kubelet and kube-proxy", "node", nd.Name, "err", reason)
+	_ = writeFile(FailedFile(c.Plan.Paths, nd.Name), []byte(reason.Error()+"\n"))
+	c.mu.Lock()
+	agents := c.agents[nd.Name]
+	c.mu.Unlock()
+	for _, a := range agents {
+		if err := a.Stop(context.Background()); err != nil {
+			c.Log.Warn("stopping node agent", "node", nd.Name, "err", err)
+		}
+	}
 }
 
 // containerExecutor returns the container executor of a node.
@@ -177,6 +221,7 @@ func (c *Cluster) containerd(nd *node.Node) component.Component {
 			return err
 		},
 		AfterReady: func(ctx context.Context) error { return c.importBuiltins(ctx, socket) },
+		OnGiveUp:   func(err error) { c.nodeFailed(nd, err) },
 		BeforeStop: func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
@@ -304,14 +349,18 @@ func (c *Cluster) nodeReady(ctx context.Context, name string) error {
 	return fmt.Errorf("node %s has no Ready condition yet", name)
 }
 
-func (c *Cluster) kubeProxy(nd *node.Node) component.Component {
+func (c *Cluster) kubeProxySpec(nd *node.Node) kubeproxy.Spec {
 	np := c.Plan.Paths.Node(nd.Name)
-	spec := kubeproxy.Spec{
+	return kubeproxy.Spec{
 		Binary: c.Plan.Bin("kube-proxy"), NodeName: nd.Name, NodeIP: nd.IP,
 		Kubeconfig: c.Plan.Paths.Kubeconfig("kube-proxy"), ConfigFile: np.KubeProxyConfig(),
 		ClusterCIDR: c.Plan.Net.Cluster, CanLowerOOMScore: c.Plan.Facts.HasSysResource,
 		SetConntrack: false,
 	}
+}
+
+func (c *Cluster) kubeProxy(nd *node.Node) component.Component {
+	spec := c.kubeProxySpec(nd)
 	return &components.Proc{
 		ComponentName: "kube-proxy@" + nd.Name, ComponentPhase: component.NodeAgent, Log: c.Log,
 		Command: c.cmd(nd.Name, "kube-proxy", kubeproxy.Command(spec)),
@@ -338,6 +387,3 @@ func writeFile(path string, data []byte) error {
 	}
 	return os.Rename(tmp, path)
 }
-
-var _ = strings.TrimSpace
-var _ = config.ControlPlaneScope

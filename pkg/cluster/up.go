@@ -54,7 +54,9 @@ type Cluster struct {
 	restConfig *rest.Config
 	registry   *component.Registry
 	timings    *timings
-	failed     chan error
+
+	mu     sync.Mutex
+	agents map[string][]component.Stoppable // node name -> kubelet, kube-proxy
 }
 
 // SupervisorScope and SupervisorName locate the supervisor's own run dir.
@@ -73,7 +75,7 @@ func Running(paths config.Paths) (int, bool) {
 // opts.Retain) and returns the error, which names the failing component and
 // carries its log tail.
 func Up(ctx context.Context, plan *Plan, log *slog.Logger, opts Options) (*Cluster, error) {
-	c := &Cluster{Plan: plan, Log: log, opts: opts, timings: newTimings(), failed: make(chan error, len(plan.Nodes))}
+	c := &Cluster{Plan: plan, Log: log, opts: opts, timings: newTimings(), agents: map[string][]component.Stoppable{}}
 	if opts.KubeconfigPath == "" {
 		c.opts.KubeconfigPath = kubeconfig.DefaultPath()
 	}
@@ -226,10 +228,6 @@ func (c *Cluster) Down(ctx context.Context) error {
 	c.progress("cluster %q down in %s\n", c.Plan.Cfg.Name, round(time.Since(begin)))
 	return errors.Join(errs...)
 }
-
-// Failed is closed-or-sent when a node is given up on (its containerd keeps
-// dying); the supervisor shows it in status.
-func (c *Cluster) Failed() <-chan error { return c.failed }
 
 func (c *Cluster) progress(format string, args ...any) {
 	if c.opts.Progress != nil {

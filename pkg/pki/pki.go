@@ -290,3 +290,7 @@ func (s Spec) bundle() *Bundle {
 	}
 	return b
 }
+
+// Files returns the paths Ensure would write for spec, without touching the
+// disk: for rendering plans and for reading an existing cluster's PKI.
+func Files(spec Spec) *Bundle { return spec.bundle() }

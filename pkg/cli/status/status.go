@@ -85,6 +85,12 @@ func printStatus(ctx context.Context, out io.Writer, cfg config.Config) error {
 		}
 	}
 	tw.Flush()
+	for _, n := range cfg.NodeNames() {
+		if b, err := os.ReadFile(cluster.FailedFile(p, n)); err == nil {
+			healthy = false
+			fmt.Fprintf(out, "node %s FAILED: %s", n, b)
+		}
+	}
 	rc, err := clientcmd.BuildConfigFromFlags("", p.Kubeconfig("admin"))
 	if err != nil {
 		return err

@@ -118,11 +118,7 @@ func run(ctx context.Context, env *common.Env, f *flags) error {
 		err = runShell(ctx, env, cfg)
 	} else {
 		common.Fprintf(env.Streams.Out, "supervising; Ctrl-C or SIGTERM brings the cluster down\n")
-		select {
-		case <-ctx.Done():
-		case err = <-c.Failed():
-			log.Error("cluster failed", "err", err)
-		}
+		<-ctx.Done()
 	}
 	common.Fprintf(env.Streams.Out, "bringing cluster %q down\n", cfg.Name)
 	return errors.Join(err, c.Down(context.WithoutCancel(ctx)))

@@ -1,0 +1,149 @@
+package cluster
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"sort"
+	"testing"
+
+	"github.com/pelletier/go-toml/v2"
+	"sigs.k8s.io/yaml"
+
+	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/doctor"
+	"github.com/kubernix/kubernix/pkg/host"
+	"github.com/kubernix/kubernix/pkg/pki"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// testPlan is a 3-node container-executor plan with fixed host facts.
+func testPlan(t *testing.T, nodes int) *Plan {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Name = "golden"
+	cfg.Nodes = nodes
+	cfg.StateDir = "/STATE"
+	cfg.Resolve()
+	cfg.StateDir = "/STATE"
+	facts := doctor.Facts{
+		Cgroups: host.Cgroups{Mode: host.CgroupHybrid},
+		Paths:   map[string]string{},
+		CNIDir:  "/usr/lib/cni",
+	}
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "containerd"} {
+		facts.Paths[b] = "/BIN/" + b
+	}
+	facts.Paths["runc"] = "/usr/sbin/runc"
+	facts.Paths["unshare"] = "/usr/bin/unshare"
+	facts.Paths["nsenter"] = "/usr/bin/nsenter"
+	plan, err := NewPlan(cfg, facts, "/IMAGES")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
+// TestNodeFilesGolden renders node 0 and node 2 of a 3-node cluster and
+// compares with testdata/<node>/; run with -update to rewrite them. The
+// structured files must also parse back.
+func TestNodeFilesGolden(t *testing.T) {
+	plan := testPlan(t, 3)
+	self, _ := os.Executable()
+	for _, idx := range []int{0, 2} {
+		nd := plan.Nodes[idx]
+		t.Run(nd.Name, func(t *testing.T) {
+			files, err := NodeFiles(plan, nd)
+			if err != nil {
+				t.Fatal(err)
+			}
+			names := make([]string, 0, len(files))
+			for n := range files {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			for _, name := range names {
+				got := Placeholders(files[name], self, "$KUBERNIX")
+				golden := filepath.Join("testdata", "node-"+string(rune('0'+idx)), name)
+				if *update {
+					if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
+						t.Fatal(err)
+					}
+					if err := os.WriteFile(golden, got, 0o644); err != nil {
+						t.Fatal(err)
+					}
+				}
+				want, err := os.ReadFile(golden)
+				if err != nil {
+					t.Fatalf("%v (run with -update to create it)", err)
+				}
+				if string(got) != string(want) {
+					t.Errorf("%s differs from %s (run with -update if intended):\n%s", name, golden, got)
+				}
+			}
+			var m map[string]any
+			if err := toml.Unmarshal(files["containerd.toml"], &m); err != nil {
+				t.Errorf("containerd.toml does not parse: %v", err)
+			}
+			for _, y := range []string{"kubelet.yaml", "kube-proxy.yaml"} {
+				if err := yaml.Unmarshal(files[y], &m); err != nil {
+					t.Errorf("%s does not parse: %v", y, err)
+				}
+			}
+		})
+	}
+}
+
+// TestPerNodeValues checks the values that must differ between nodes (or
+// must not): addresses, pod CIDRs, sockets, ports, cgroups.
+func TestPerNodeValues(t *testing.T) {
+	tests := []struct {
+		nodes, idx                     int
+		executor                       string
+		ip, podCIDR, socket, cgroup    string
+		kubeletHealth, kubeProxyHealth string
+	}{
+		{1, 0, "process", "10.10.0.1", "10.10.128.0/24", "/STATE/nodes/golden-node-0/containerd.sock", "/kubernix/golden-node-0",
+			"http://10.10.0.1:10248/healthz", "http://10.10.0.1:10256/healthz"},
+		{3, 0, "container", "10.10.0.2", "10.10.128.0/24", "/STATE/nodes/golden-node-0/containerd.sock", "/kubernix/golden-node-0",
+			"http://10.10.0.2:10248/healthz", "http://10.10.0.2:10256/healthz"},
+		{3, 2, "container", "10.10.0.4", "10.10.130.0/24", "/STATE/nodes/golden-node-2/containerd.sock", "/kubernix/golden-node-2",
+			"http://10.10.0.4:10248/healthz", "http://10.10.0.4:10256/healthz"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.executor+"/"+tt.ip, func(t *testing.T) {
+			plan := testPlan(t, tt.nodes)
+			if plan.Executor != tt.executor {
+				t.Fatalf("executor = %s, want %s", plan.Executor, tt.executor)
+			}
+			nd := plan.Nodes[tt.idx]
+			c := &Cluster{Plan: plan, PKI: pki.Files(plan.PKISpec())}
+			got := map[string]string{
+				"ip":          nd.IP.String(),
+				"pod CIDR":    nd.PodCIDR.String(),
+				"socket":      plan.Paths.Node(nd.Name).ContainerdSocket(),
+				"cgroup":      plan.CgroupRoot(nd),
+				"kubelet":     c.kubeletSpec(nd).HealthURL(),
+				"kube-proxy":  c.kubeProxySpec(nd).HealthURL(),
+				"apiserverIP": plan.APIServerIP.String(),
+			}
+			want := map[string]string{
+				"ip": tt.ip, "pod CIDR": tt.podCIDR, "socket": tt.socket, "cgroup": tt.cgroup,
+				"kubelet": tt.kubeletHealth, "kube-proxy": tt.kubeProxyHealth, "apiserverIP": "10.10.0.1",
+			}
+			for k, w := range want {
+				if got[k] != w {
+					t.Errorf("%s = %q, want %q", k, got[k], w)
+				}
+			}
+			np := plan.NetworkPlan()
+			if len(np.Nodes) != tt.nodes || np.Nodes[tt.idx].Local != (tt.executor == "process") {
+				t.Errorf("network plan nodes = %+v", np.Nodes)
+			}
+			if tt.executor == "container" && np.ServiceVia.String() != "10.10.0.2" {
+				t.Errorf("service CIDR routed via %s, want node 0", np.ServiceVia)
+			}
+		})
+	}
+}
