@@ -76,9 +76,19 @@ $(BIN)/kubernix: $(KUBERNIX_SRC)
 doctor: build
 	$(BIN)/kubernix doctor
 
-# Until `kubernix up` exists, `make up` prepares the machine and checks it.
+# `make up` prepares the machine and starts (or keeps) the default cluster;
+# kubectl then works through the merged context kubernix-kubernix.
 up: deps bins images build
-	$(BIN)/kubernix doctor
+	$(BIN)/kubernix doctor >/dev/null || $(BIN)/kubernix doctor
+	@if $(BIN)/kubernix status >/dev/null 2>&1; then \
+		echo "cluster kubernix is already running"; \
+	else \
+		$(BIN)/kubernix up --detach; \
+	fi
+	@echo 'next: eval "$$($(BIN)/kubernix env)"; kubectl get nodes'
+
+down: build
+	$(BIN)/kubernix down
 
 fmt:
 	gofmt -l -w cmd pkg assets images hack bundle/cmd
