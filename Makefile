@@ -8,6 +8,10 @@ BIN     := $(OUT)/bin
 IMAGES  := $(OUT)/images
 GO      ?= go
 export GOFLAGS := -buildvcs=false
+# Everything is built, vetted and tested without cgo, so the build cache of
+# one step serves the next (vet of the Kubernetes bundle would otherwise
+# recompile all of it with cgo).
+export CGO_ENABLED := 0
 
 K8S_MAJOR := $(patsubst v%,%,$(word 1,$(subst ., ,$(KUBERNETES_VERSION))))
 K8S_MINOR := $(word 2,$(subst ., ,$(KUBERNETES_VERSION)))
@@ -32,38 +36,38 @@ deps:
 bins: $(UPSTREAM) $(addprefix $(BIN)/,$(KUBE_NAMES))
 
 $(BIN)/kube: $(BUNDLE_DEPS) $(wildcard bundle/cmd/kube/*.go)
-	cd bundle && CGO_ENABLED=0 $(GO) build -ldflags '$(K8S_LDFLAGS)' -o $@ ./cmd/kube
+	cd bundle && $(GO) build -ldflags '$(K8S_LDFLAGS)' -o $@ ./cmd/kube
 
 $(addprefix $(BIN)/,$(KUBE_NAMES)): $(BIN)/kube
 	ln -sf kube $@
 
 $(BIN)/kubectl: $(BUNDLE_DEPS)
-	cd bundle && CGO_ENABLED=0 $(GO) build -ldflags '$(K8S_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kubectl
+	cd bundle && $(GO) build -ldflags '$(K8S_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kubectl
 
 $(BIN)/agnhost: $(BUNDLE_DEPS)
-	cd bundle && CGO_ENABLED=0 $(GO) build -ldflags '-s -w' -o $@ k8s.io/kubernetes/test/images/agnhost
+	cd bundle && $(GO) build -ldflags '-s -w' -o $@ k8s.io/kubernetes/test/images/agnhost
 
 CONTAINERD_PKG := github.com/containerd/containerd/v2
 CONTAINERD_LDFLAGS := -s -w -X $(CONTAINERD_PKG)/version.Version=$(CONTAINERD_VERSION) \
 	-X $(CONTAINERD_PKG)/version.Revision=$(CONTAINERD_VERSION)
 $(BIN)/containerd $(BIN)/containerd-shim-runc-v2 &: assets/versions.env
-	GOBIN=$(BIN) CGO_ENABLED=0 $(GO) install -ldflags '$(CONTAINERD_LDFLAGS)' \
+	GOBIN=$(BIN) $(GO) install -ldflags '$(CONTAINERD_LDFLAGS)' \
 		$(CONTAINERD_PKG)/cmd/containerd@$(CONTAINERD_VERSION) \
 		$(CONTAINERD_PKG)/cmd/containerd-shim-runc-v2@$(CONTAINERD_VERSION)
 	touch $(BIN)/containerd $(BIN)/containerd-shim-runc-v2
 
 CRICTL_LDFLAGS := -s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$(CRICTL_VERSION)
 $(BIN)/crictl: assets/versions.env
-	GOBIN=$(BIN) CGO_ENABLED=0 $(GO) install -ldflags '$(CRICTL_LDFLAGS)' \
+	GOBIN=$(BIN) $(GO) install -ldflags '$(CRICTL_LDFLAGS)' \
 		sigs.k8s.io/cri-tools/cmd/crictl@$(CRICTL_VERSION)
 	touch $@
 
 $(BIN)/coredns: assets/versions.env
-	GOBIN=$(BIN) CGO_ENABLED=0 $(GO) install -ldflags '-s -w' github.com/coredns/coredns@$(COREDNS_VERSION)
+	GOBIN=$(BIN) $(GO) install -ldflags '-s -w' github.com/coredns/coredns@$(COREDNS_VERSION)
 	touch $@
 
 $(BIN)/pause: $(wildcard images/pause/*.go)
-	CGO_ENABLED=0 $(GO) build -ldflags '-s -w' -o $@ ./images/pause
+	$(GO) build -ldflags '-s -w' -o $@ ./images/pause
 
 images: bins
 	$(GO) run ./hack/mkimage -bin-dir $(BIN) -out $(IMAGES)
@@ -71,7 +75,7 @@ images: bins
 build: $(BIN)/kubernix
 
 $(BIN)/kubernix: $(KUBERNIX_SRC)
-	CGO_ENABLED=0 $(GO) build -o $@ ./cmd/kubernix
+	$(GO) build -o $@ ./cmd/kubernix
 
 doctor: build
 	$(BIN)/kubernix doctor
@@ -103,6 +107,13 @@ unit:
 # Integration tests start real clusters: they need root and the built binaries.
 test: deps bins images build vet
 	KUBERNIX_BIN_DIR=$(BIN) KUBERNIX_IMAGES_DIR=$(IMAGES) $(GO) test -count=1 -timeout 40m ./...
+
+# Benchmark (issue #7): up/down real clusters of each size, several runs,
+# and report time to Ready, boot phases, memory, teardown and image import
+# under $(OUT)/bench (latest.md). Needs root. Quick: BENCH_FLAGS='-nodes 1 -runs 1'.
+BENCH_FLAGS ?= -nodes 1,3,5,10 -runs 3
+bench: bins images build
+	$(GO) run ./hack/bench -bin-dir $(BIN) -out $(OUT)/bench $(BENCH_FLAGS)
 
 clean:
 	rm -rf $(OUT)
