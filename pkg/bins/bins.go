@@ -22,7 +22,8 @@ var ErrNotFound = errors.New("binary not found")
 type Binary struct {
 	// Name of the executable file.
 	Name string
-	// VersionArgs make the binary print its version (e.g. "--version").
+	// VersionArgs make the binary print its version (e.g. "--version");
+	// none: the binary is not run, only found.
 	VersionArgs []string
 	// Want is a substring the version output must contain, e.g. "v1.37.2"; empty accepts any.
 	Want string

@@ -39,3 +39,18 @@ var CNIPlugins = []string{"bridge", "host-local", "loopback", "portmap"}
 // CNIDirs are searched, in order, for the CNI plugins; Debian's
 // containernetworking-plugins installs them into /usr/lib/cni.
 var CNIDirs = []string{"/usr/lib/cni", "/opt/cni/bin"}
+
+// Rootless lists the binaries rootless mode needs besides Required, with
+// how to install them on Debian and Ubuntu, and on Fedora.
+func Rootless() []Binary {
+	return []Binary{
+		{Name: "rootlesskit", VersionArgs: []string{"--version"},
+			Hint: "Debian/Ubuntu: apt-get install rootlesskit; Fedora: dnf install rootlesskit"},
+		{Name: "slirp4netns", VersionArgs: []string{"--version"},
+			Hint: "Debian/Ubuntu: apt-get install slirp4netns; Fedora: dnf install slirp4netns"},
+		{Name: "newuidmap", // prints no version
+			Hint: "Debian/Ubuntu: apt-get install uidmap; Fedora: dnf install shadow-utils"},
+		{Name: "newgidmap",
+			Hint: "Debian/Ubuntu: apt-get install uidmap; Fedora: dnf install shadow-utils"},
+	}
+}

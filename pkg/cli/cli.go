@@ -13,7 +13,9 @@ import (
 	"github.com/kubernix/kubernix/pkg/cli/doctor"
 	"github.com/kubernix/kubernix/pkg/cli/down"
 	"github.com/kubernix/kubernix/pkg/cli/envcmd"
+	"github.com/kubernix/kubernix/pkg/cli/image"
 	"github.com/kubernix/kubernix/pkg/cli/logs"
+	"github.com/kubernix/kubernix/pkg/cli/ociwrap"
 	"github.com/kubernix/kubernix/pkg/cli/sandbox"
 	"github.com/kubernix/kubernix/pkg/cli/status"
 	"github.com/kubernix/kubernix/pkg/cli/up"
@@ -64,9 +66,11 @@ func NewRootCommand(streams common.Streams, environ []string) *cobra.Command {
 		down.NewCommand(env),
 		status.NewCommand(env),
 		logs.NewCommand(env),
+		image.NewCommand(env),
 		envcmd.NewEnvCommand(env),
 		envcmd.NewShellCommand(env),
 		sandbox.NewCommand(env),
+		ociwrap.NewCommand(env),
 	)
 	return root
 }

@@ -44,6 +44,11 @@ var controlPlaneStopOrder = []string{"kube-scheduler", "kube-controller-manager"
 // kubelets changed. The state dir itself (PKI, etcd data) is kept.
 // Idempotent; errors are joined and everything is attempted.
 func Cleanup(ctx context.Context, plan *Plan, log *slog.Logger) error {
+	// The host-wide resources are named after the cluster: never touch
+	// those of a live cluster of the same name in another state dir.
+	if err := CheckName(plan); err != nil {
+		return err
+	}
 	var errs []error
 	add := func(err error) {
 		if err != nil {
@@ -61,24 +66,72 @@ func Cleanup(ctx context.Context, plan *Plan, log *slog.Logger) error {
 	for _, name := range controlPlaneStopOrder {
 		add(stopRecorded(ctx, plan.Paths.Run(config.ControlPlaneScope, name), log))
 	}
+	if plan.Rootless {
+		// rootlesskit ends when the supervisor in it does; one left
+		// behind (or our own ancestor, inside) is stopped last.
+		if runDir := plan.Paths.Run(RootlesskitScope, RootlesskitName); !recordsAncestor(runDir) {
+			add(stopRecorded(ctx, runDir, log))
+			// It removes its state dir when it exits, unless killed.
+			if st, ok := ReadRootless(plan.Paths); ok && plan.outside() && st.RootlesskitStateDir != "" {
+				add(os.RemoveAll(st.RootlesskitStateDir))
+			}
+		}
+	}
 	for _, nd := range plan.Nodes {
 		add(killOrphans(plan, nd.Name))
 		if err := os.Remove(FailedFile(plan.Paths, nd.Name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			add(err)
 		}
 	}
-	add(unmountUnder(plan.Paths.State))
-	add(network.Teardown(plan.Cfg.Name))
-	if plan.Executor == config.ExecutorProcess {
-		add(removeKubeChains())
+	// Outside a rootless cluster's namespaces, its mounts, links and
+	// iptables rules are not there to remove: they went with the
+	// namespaces when the last process in them was stopped above.
+	if !plan.outside() {
+		add(unmountUnder(plan.Paths.State))
+		add(network.Teardown(plan.Cfg.Name))
+		if plan.Executor == config.ExecutorProcess {
+			add(removeKubeChains())
+		}
 	}
 	for _, nd := range plan.Nodes {
 		add(host.RemoveCgroup(plan.CgroupRoot(nd)))
 	}
-	removeEmptyCgroup("/kubernix")
-	add(restoreSysctls(plan.Paths))
+	if !plan.Rootless {
+		// The parent of a rootless cluster's cgroups is the user's
+		// delegated subtree: it stays.
+		removeEmptyCgroup(plan.CgroupParent())
+		add(restoreSysctls(plan.Paths))
+	}
+	add(releaseName(plan))
 	add(kubeconfig.Remove(kubeconfig.DefaultPath(), plan.Cfg.ContextName()))
 	return errors.Join(errs...)
+}
+
+// recordsAncestor reports whether runDir records a live process that is
+// an ancestor of this one (rootlesskit, seen from the supervisor it runs).
+func recordsAncestor(runDir string) bool {
+	pid, ok := process.Running(runDir)
+	if !ok {
+		return false
+	}
+	for p := os.Getppid(); p > 1; {
+		if p == pid {
+			return true
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p), "stat"))
+		if err != nil {
+			return false
+		}
+		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) < 2 {
+			return false
+		}
+		if p, err = strconv.Atoi(f[1]); err != nil {
+			return false
+		}
+	}
+	return false
 }
 
 // stopRecorded stops the live process recorded in runDir, if any.
@@ -370,9 +423,13 @@ func Leftovers(plan *Plan) ([]string, error) {
 	for _, nd := range plan.Nodes {
 		scopes[nd.Name] = nodeStopOrder
 	}
+	if plan.Rootless {
+		scopes[SupervisorScope] = []string{SupervisorName, RootlesskitName}
+	}
 	for scope, names := range scopes {
 		for _, name := range names {
-			if pid, ok := process.Running(plan.Paths.Run(scope, name)); ok && pid != os.Getpid() {
+			runDir := plan.Paths.Run(scope, name)
+			if pid, ok := process.Running(runDir); ok && pid != os.Getpid() && !recordsAncestor(runDir) {
 				out = append(out, fmt.Sprintf("process %s/%s (pid %d)", scope, name, pid))
 			}
 		}
@@ -386,6 +443,12 @@ func Leftovers(plan *Plan) ([]string, error) {
 		for _, cg := range cgs {
 			out = append(out, "cgroup "+cg)
 		}
+	}
+	if plan.outside() {
+		// Mounts, links and rules of a rootless cluster exist only in its
+		// namespaces, which live as long as a process listed above does.
+		sort.Strings(out)
+		return out, nil
 	}
 	mps, err := mountsUnder(plan.Paths.State)
 	if err != nil {

@@ -26,8 +26,14 @@ func sysctlFile(paths config.Paths) string {
 // prepareHost records the sysctls the kubelets will change (once: a record
 // left by a killed run is the original), and mounts the cgroup v1
 // controllers the kernel has but no hierarchy mounts, so container stats
-// work.
+// work. A rootless cluster does neither.
 func (c *Cluster) prepareHost() error {
+	if c.Plan.Rootless {
+		// In a user namespace the kubelets cannot change kernel
+		// tunables (KubeletInUserNamespace lets them go on), and no
+		// cgroup hierarchy can be mounted.
+		return nil
+	}
 	file := sysctlFile(c.Plan.Paths)
 	if !host.Exists(file) {
 		orig := map[string]string{}

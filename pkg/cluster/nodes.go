@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -24,6 +25,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/network"
 	"github.com/kubernix/kubernix/pkg/node"
 	"github.com/kubernix/kubernix/pkg/process"
+	"github.com/kubernix/kubernix/pkg/rootless"
 )
 
 // SandboxImage is the pod sandbox image containerd runs, built in as our
@@ -161,15 +163,23 @@ func (c *Cluster) CNIBridge(nd *node.Node) string {
 	return c.Plan.Names.CNIBridge
 }
 
-// ContainerdConfig returns the containerd config of a node.
+// ContainerdConfig returns the containerd config of a node. In a rootless
+// cluster the runtime binary is the wrapper script (Plan.WrapperPath) that
+// adapts each bundle to the user namespace, oom_score_adj is always
+// restricted, and the snapshotter is the one the doctor found to work
+// there.
 func (c *Cluster) ContainerdConfig(nd *node.Node) containerd.Config {
 	np := c.Plan.Paths.Node(nd.Name)
 	name, path := c.runtime()
+	if c.Plan.Rootless {
+		path = c.Plan.WrapperPath()
+	}
 	return containerd.Config{
 		Root: np.ContainerdRoot(), State: np.ContainerdState(),
 		Address: np.ContainerdSocket(), TTRPCAddress: np.ContainerdTTRPCSocket(),
 		SandboxImage: SandboxImage(), Runtime: name, RuntimeBinary: path,
-		RestrictOOMScoreAdj: !c.Plan.Facts.HasSysResource,
+		Snapshotter:         c.Plan.Facts.Snapshotter,
+		RestrictOOMScoreAdj: !c.Plan.Facts.HasSysResource || c.Plan.Rootless,
 		DisableApparmor:     true,
 		CNIBinDirs:          []string{c.Plan.Facts.CNIDir},
 		CNIConfDir:          np.CNIConf(),
@@ -209,6 +219,11 @@ func (c *Cluster) containerd(nd *node.Node) component.Component {
 			if err := writeFile(filepath.Join(np.CNIConf(), "10-kubernix.conflist"), cni); err != nil {
 				return err
 			}
+			if c.Plan.Rootless {
+				if err := c.writeRuntimeWrapper(); err != nil {
+					return err
+				}
+			}
 			return writeFile(np.ContainerdConfig(), b)
 		},
 		Probe: func(ctx context.Context) error {
@@ -220,8 +235,14 @@ func (c *Cluster) containerd(nd *node.Node) component.Component {
 			_, err = cri.Version(ctx)
 			return err
 		},
-		AfterReady: func(ctx context.Context) error { return c.importBuiltins(ctx, socket) },
-		OnGiveUp:   func(err error) { c.nodeFailed(nd, err) },
+		AfterReady: func(ctx context.Context) error {
+			if err := c.importBuiltins(ctx, socket); err != nil {
+				return err
+			}
+			return c.syncImagesFolder(ctx, nd)
+		},
+		AfterRestart: func(ctx context.Context) error { return c.syncImagesFolder(ctx, nd) },
+		OnGiveUp:     func(err error) { c.nodeFailed(nd, err) },
 		BeforeStop: func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
@@ -233,6 +254,25 @@ func (c *Cluster) containerd(nd *node.Node) component.Component {
 			return cri.RemoveAll(ctx)
 		},
 	}
+}
+
+// writeRuntimeWrapper renders the rootless OCI runtime wrapper script
+// for the runtime the doctor chose, running this kubernix binary.
+func (c *Cluster) writeRuntimeWrapper() error {
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	_, runtime := c.runtime()
+	b, err := rootless.RenderWrapper(self, runtime)
+	if err != nil {
+		return err
+	}
+	path := c.Plan.WrapperPath()
+	if err := writeFile(path, b); err != nil {
+		return err
+	}
+	return os.Chmod(path, 0o755)
 }
 
 // importBuiltins imports the built-in image tarballs, pinned.
@@ -269,13 +309,14 @@ func (c *Cluster) kubeletSpec(nd *node.Node) kubelet.Spec {
 		CAFile: c.PKI.CA.Cert, TLSCert: kp.Serving.Cert, TLSKey: kp.Serving.Key,
 		ClusterDNS: c.Plan.Net.DNSServiceIP(), ClusterDomain: c.Plan.Cfg.ClusterDomain,
 		CgroupRoot: c.Plan.CgroupRoot(nd), CgroupV1: c.Plan.Facts.Cgroups.Mode != host.CgroupV2,
-		ResolvConf: c.Plan.ResolvConf(),
+		ResolvConf: c.Plan.ResolvConf(), Rootless: c.Plan.Rootless,
 	}
 }
 
 func (c *Cluster) kubelet(nd *node.Node) component.Component {
 	spec := c.kubeletSpec(nd)
 	health := process.HTTPGet(spec.HealthURL(), nil)
+	var started atomic.Int64 // Unix seconds of the current kubelet's start
 	return &components.Proc{
 		ComponentName: "kubelet@" + nd.Name, ComponentPhase: component.NodeAgent, Log: c.Log,
 		Command: c.cmd(nd.Name, "kubelet", kubelet.Command(spec)),
@@ -296,13 +337,14 @@ func (c *Cluster) kubelet(nd *node.Node) component.Component {
 			if err := host.EnsureCgroup(spec.CgroupRoot); err != nil {
 				return err
 			}
+			started.Store(time.Now().Unix())
 			return c.registerNode(ctx, nd)
 		},
 		Probe: func(ctx context.Context) error {
 			if err := health(ctx); err != nil {
 				return err
 			}
-			return c.nodeReady(ctx, nd.Name)
+			return c.nodeReady(ctx, nd.Name, time.Unix(started.Load(), 0))
 		},
 	}
 }
@@ -332,14 +374,19 @@ func (c *Cluster) registerNode(ctx context.Context, nd *node.Node) error {
 	return err
 }
 
-// nodeReady returns nil once the Node's Ready condition is True.
-func (c *Cluster) nodeReady(ctx context.Context, name string) error {
+// nodeReady returns nil once the Node's Ready condition is True in a status
+// the kubelet posted at or after since (its start, to the second): on a
+// restart, etcd still holds the previous kubelet's Ready=True.
+func (c *Cluster) nodeReady(ctx context.Context, name string, since time.Time) error {
 	n, err := c.client.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
 	for _, cond := range n.Status.Conditions {
 		if cond.Type == corev1.NodeReady {
+			if cond.LastHeartbeatTime.Time.Before(since) {
+				return fmt.Errorf("node %s: no status from the new kubelet yet", name)
+			}
 			if cond.Status == corev1.ConditionTrue {
 				return nil
 			}

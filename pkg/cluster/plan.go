@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"path"
 
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/doctor"
@@ -31,6 +32,9 @@ type Plan struct {
 	// ImagesDir holds the built-in image tarballs (pause, CoreDNS, agnhost).
 	ImagesDir string
 	Executor  string
+	// Rootless: the cluster runs in rootlesskit's user namespace (a
+	// RootlessState is recorded in the state dir).
+	Rootless bool
 }
 
 // NewPlan derives the plan. cfg must be resolved and valid; facts come from
@@ -51,6 +55,7 @@ func NewPlan(cfg config.Config, facts doctor.Facts, imagesDir string) (*Plan, er
 		ImagesDir:   imagesDir,
 		Executor:    cfg.EffectiveExecutor(),
 	}
+	_, p.Rootless = ReadRootless(p.Paths)
 	for i := range cfg.Nodes {
 		nd := &node.Node{Index: i, Name: cfg.NodeName(i)}
 		if nd.PodCIDR, err = n.PodCIDR(i); err != nil {
@@ -115,14 +120,32 @@ func (p *Plan) PKISpec() pki.Spec {
 	return spec
 }
 
+// DefaultCgroupParent is the cgroup the nodes' cgroups are made under as
+// root, unless the config names another.
+const DefaultCgroupParent = "/kubernix"
+
+// CgroupParent is the cgroup under which each node's cgroup is made:
+// Config.CgroupParent, else DefaultCgroupParent. (A rootless cluster's
+// config always names it: the user's delegated subtree.)
+func (p *Plan) CgroupParent() string {
+	if p.Cfg.CgroupParent != "" {
+		return p.Cfg.CgroupParent
+	}
+	return DefaultCgroupParent
+}
+
 // CgroupRoot is the kubelet cgroupRoot of a node: its own subtree.
-func (p *Plan) CgroupRoot(nd *node.Node) string { return "/kubernix/" + nd.Name }
+func (p *Plan) CgroupRoot(nd *node.Node) string { return path.Join(p.CgroupParent(), nd.Name) }
 
 // ResolvConf is the resolv.conf the kubelet hands to pods with dnsPolicy
 // Default, CoreDNS among them (it forwards names outside the cluster there).
 func (p *Plan) ResolvConf() string { return "/etc/resolv.conf" }
 
 func (p *Plan) String() string {
-	return fmt.Sprintf("cluster %s: %d node(s), executor %s, apiserver https://%s", p.Cfg.Name, len(p.Nodes), p.Executor,
+	mode := ""
+	if p.Rootless {
+		mode = ", rootless"
+	}
+	return fmt.Sprintf("cluster %s: %d node(s), executor %s%s, apiserver https://%s", p.Cfg.Name, len(p.Nodes), p.Executor, mode,
 		netip.AddrPortFrom(p.APIServerIP, uint16(p.Cfg.APIServerPort)))
 }

@@ -54,6 +54,7 @@ type Cluster struct {
 	restConfig *rest.Config
 	registry   *component.Registry
 	timings    *timings
+	images     imagesFolder // images.go
 
 	mu     sync.Mutex
 	agents map[string][]component.Stoppable // node name -> kubelet, kube-proxy
@@ -82,8 +83,14 @@ func Up(ctx context.Context, plan *Plan, log *slog.Logger, opts Options) (*Clust
 	if pid, ok := Running(plan.Paths); ok {
 		return nil, fmt.Errorf("%w: %s (supervisor pid %d); stop it with `kubernix down --name %s`", ErrTaken, plan.Cfg.Name, pid, plan.Cfg.Name)
 	}
+	if err := CheckName(plan); err != nil {
+		return nil, err
+	}
 	if err := checkPort(plan.APIServerIP, plan.Cfg.APIServerPort); err != nil {
 		return nil, err
+	}
+	if err := claimName(plan); err != nil {
+		return nil, fmt.Errorf("claim cluster name: %w", err)
 	}
 	// Leftovers of a killed supervisor go first.
 	if left, _ := Leftovers(plan); len(left) > 0 {
@@ -154,7 +161,8 @@ func (c *Cluster) up(ctx context.Context) error {
 	if err := c.registry.Start(ctx, c); err != nil {
 		return err
 	}
-	if err := kubeconfig.Merge(c.opts.KubeconfigPath, p.Paths.Kubeconfig("admin"), p.Cfg.ContextName()); err != nil {
+	c.startImageWatcher(ctx)
+	if err := kubeconfig.Merge(c.opts.KubeconfigPath, ClientKubeconfig(p.Paths), p.Cfg.ContextName()); err != nil {
 		return fmt.Errorf("merge kubeconfig into %s: %w", c.opts.KubeconfigPath, err)
 	}
 	return nil
@@ -181,13 +189,19 @@ func ChoosePort(cfg config.Config) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	err = checkPort(n.BridgeIP(), cfg.APIServerPort)
-	if err == nil || cfg.APIServerPort != config.DefaultAPIServerPort {
-		return cfg.APIServerPort, err
+	return ChoosePortOn(n.BridgeIP(), cfg.APIServerPort)
+}
+
+// ChoosePortOn is ChoosePort for a listener on ip, e.g. the host side
+// (127.0.0.1) of a rootless cluster's port forward.
+func ChoosePortOn(ip netip.Addr, port int) (int, error) {
+	err := checkPort(ip, port)
+	if err == nil || port != config.DefaultAPIServerPort {
+		return port, err
 	}
-	for port := cfg.APIServerPort + 1; port < cfg.APIServerPort+100; port++ {
-		if checkPort(n.BridgeIP(), port) == nil {
-			return port, nil
+	for p := port + 1; p < port+100; p++ {
+		if checkPort(ip, p) == nil {
+			return p, nil
 		}
 	}
 	return 0, err
@@ -212,6 +226,12 @@ func (c *Cluster) writeKubeconfigs() error {
 			return fmt.Errorf("kubeconfig %s: %w", id, err)
 		}
 	}
+	if st, ok := ReadRootless(p.Paths); ok && p.Rootless {
+		hostServer := "https://" + st.HostAPIServer.String()
+		if err := kubeconfig.Write(HostKubeconfig(p.Paths), p.Cfg.ContextName(), hostServer, b.CA.Cert, b.Admin); err != nil {
+			return fmt.Errorf("kubeconfig for the host: %w", err)
+		}
+	}
 	return nil
 }
 
@@ -221,6 +241,7 @@ func (c *Cluster) writeKubeconfigs() error {
 func (c *Cluster) Down(ctx context.Context) error {
 	var errs []error
 	begin := time.Now()
+	c.stopImageWatcher()
 	if c.registry != nil {
 		errs = append(errs, c.registry.Stop(ctx))
 	}

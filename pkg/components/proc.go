@@ -47,6 +47,11 @@ type Proc struct {
 	// AfterReady runs once after the first readiness, e.g. to import images;
 	// its error fails the start.
 	AfterReady func(ctx context.Context) error
+	// AfterRestart runs after the readiness of every restart (AfterReady
+	// does not), e.g. to bring a restarted containerd's images up to date;
+	// its error fails that restart like a failed readiness: the process is
+	// stopped and restarted after the backoff.
+	AfterRestart func(ctx context.Context) error
 	// BeforeStop runs before the process is signalled, e.g. to remove pods
 	// through CRI; its error is reported but the process is stopped anyway.
 	BeforeStop func(ctx context.Context) error
@@ -183,6 +188,11 @@ func (s *supervised) supervise(ctx context.Context) {
 			case <-time.After(backoff.Step()):
 			}
 			next, err := s.p.launch(ctx)
+			if err == nil && s.p.AfterRestart != nil {
+				if err = s.p.AfterRestart(ctx); err != nil {
+					err = errors.Join(fmt.Errorf("after restart: %w", err), s.p.stopProcess(context.WithoutCancel(ctx), next))
+				}
+			}
 			if err != nil {
 				exitErr = err
 				s.p.Log.Warn("restart failed", "component", s.p.ComponentName, "err", err)

@@ -81,6 +81,12 @@ type Config struct {
 	Shell string `toml:"shell" flag:"shell" usage:"shell started by a foreground up on a terminal (default $SHELL)"`
 	// NoShell keeps a foreground `up` from starting Shell.
 	NoShell bool `toml:"no_shell" flag:"no-shell" usage:"do not start a shell in a foreground up"`
+	// CgroupParent is the cgroup (the same path in every hierarchy) under
+	// which each node's kubelet cgroupRoot, <CgroupParent>/<node>, is made.
+	// Empty means /kubernix as root; in rootless mode, the user's delegated
+	// subtree: the process's own cgroup if the user may write it in every
+	// hierarchy, else /kubernix-<uid>.
+	CgroupParent string `toml:"cgroup_parent" flag:"cgroup-parent" usage:"cgroup under which each node's cgroup is made (default /kubernix as root; rootless: the user's delegated subtree, e.g. /kubernix-<uid>)"`
 }
 
 // Default returns the defaults of every setting. Values that depend on other

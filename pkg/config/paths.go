@@ -34,6 +34,14 @@ func (p Paths) EtcdData() string { return filepath.Join(p.State, "etcd") }
 // Images is the images folder watched for tarballs and ref lists.
 func (p Paths) Images() string { return filepath.Join(p.State, "images") }
 
+// ImagesRecord is the record of what the images folder imported into which
+// node (JSON), so that unchanged files are not imported again.
+func (p Paths) ImagesRecord() string { return filepath.Join(p.State, "images.json") }
+
+// Registries is containerd's registry config_path: a <host>/hosts.toml per
+// registry host, read at every pull.
+func (p Paths) Registries() string { return filepath.Join(p.State, "registries") }
+
 // Log is the log file of component in scope (a node name or ControlPlaneScope).
 func (p Paths) Log(scope, component string) string {
 	return filepath.Join(p.State, "logs", scope, component+".log")

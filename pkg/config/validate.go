@@ -54,6 +54,9 @@ func (c *Config) Validate() error {
 	if c.LogFormat != "text" && c.LogFormat != "json" {
 		add("--log-format %q: must be text or json", c.LogFormat)
 	}
+	if c.CgroupParent != "" && (!strings.HasPrefix(c.CgroupParent, "/") || strings.Contains(c.CgroupParent, "..")) {
+		add("--cgroup-parent %q: must be an absolute cgroup path without \"..\", e.g. /kubernix-1000", c.CgroupParent)
+	}
 	errs = append(errs, c.validateNetwork()...)
 	errs = append(errs, c.validatePaths()...)
 	if len(errs) == 0 {

@@ -6,10 +6,13 @@ package doctor
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 
@@ -80,6 +83,8 @@ func (r Report) Print(w io.Writer) {
 
 // Facts are the host properties `up` renders configs from; Check fills them.
 type Facts struct {
+	// Mode is how a cluster runs for the process that checked.
+	Mode    Mode
 	Cgroups host.Cgroups
 	// HasSysResource: CAP_SYS_RESOURCE is effective. Without it containerd
 	// needs restrict_oom_score_adj.
@@ -90,17 +95,41 @@ type Facts struct {
 	Paths map[string]string
 	// CNIDir holds the CNI plugins.
 	CNIDir string
+	// CgroupParent is the cgroup subtree delegated to the user (rootless
+	// mode, host side), under which the nodes' cgroups are made.
+	CgroupParent string
+	// Snapshotter is containerd's snapshotter: "overlayfs", or "native"
+	// where overlay cannot be mounted in the user namespace.
+	Snapshotter string
 }
 
-// Check runs every check. It never changes the host.
-// cniDir, when not empty, is the only place the CNI plugins are looked for.
-func Check(ctx context.Context, finder *bins.Finder, cniDir string) (Report, Facts) {
+// Options tune Check.
+type Options struct {
+	// CNIDir, when not empty, is the only place the CNI plugins are looked for.
+	CNIDir string
+	// CgroupParent, when not empty, is the cgroup subtree rootless mode
+	// must be able to use, instead of the one it would detect.
+	CgroupParent string
+}
+
+// Check runs every check for the mode of the calling process (DetectMode):
+// as root, the host's kernel features, cgroups and capabilities; as an
+// ordinary user, the prerequisites of rootless mode (user namespaces,
+// subordinate IDs, /dev/net/tun, rootlesskit, slirp4netns, newuidmap,
+// cgroup delegation); inside rootlesskit's namespace, what the components
+// can do there. It never changes the host.
+func Check(ctx context.Context, finder *bins.Finder, opts Options) (Report, Facts) {
 	var r Report
-	facts := Facts{Paths: map[string]string{}}
-	for _, b := range bins.Required() {
-		r = append(r, checkBinary(ctx, finder, b, facts.Paths))
+	facts := Facts{Mode: DetectMode(), Paths: map[string]string{}, Snapshotter: SnapshotterOverlayfs}
+	r = append(r, checkBinaries(ctx, finder, bins.Required(), facts.Paths)...)
+	r = append(r, checkCNI(&facts, opts.CNIDir))
+	if facts.Mode == ModeRootless {
+		for _, b := range bins.Rootless() {
+			r = append(r, checkBinary(ctx, finder, b, facts.Paths))
+		}
+		r = append(r, checkRootless(ctx, &facts, opts)...)
+		return r, facts
 	}
-	r = append(r, checkCNI(&facts, cniDir))
 	busybox, _ := finder.Find("busybox")
 	r = append(r, checkHost(ctx, &facts, busybox)...)
 	return r, facts
@@ -116,14 +145,20 @@ func checkBinary(ctx context.Context, finder *bins.Finder, b bins.Binary, paths 
 		}
 		return res
 	}
-	version, err := bins.Version(ctx, path, b.VersionArgs...)
+	var version string
+	if len(b.VersionArgs) > 0 {
+		version, err = bins.Version(ctx, path, b.VersionArgs...)
+	}
 	switch {
 	case err != nil:
 		res.Status, res.Detail, res.Fix = StatusFail, fmt.Sprintf("%s: %v", path, err), b.Hint
 	case b.Want != "" && !strings.Contains(version, b.Want):
 		res.Status, res.Detail, res.Fix = StatusFail, fmt.Sprintf("%s: %q, want %s", path, version, b.Want), b.Hint
 	default:
-		res.Status, res.Detail = StatusOK, fmt.Sprintf("%s  (%s)", path, version)
+		res.Status, res.Detail = StatusOK, path
+		if version != "" {
+			res.Detail = fmt.Sprintf("%s  (%s)", path, version)
+		}
 		paths[b.Name] = path
 	}
 	if b.Optional && res.Status == StatusFail {
@@ -166,6 +201,14 @@ func checkHost(ctx context.Context, facts *Facts, busybox string) Report {
 	} else {
 		add("overlayfs", StatusFail, fmt.Sprintf("not in /proc/filesystems (%v)", err), "enable CONFIG_OVERLAY_FS in the kernel")
 	}
+	if facts.Mode == ModeRootlessChild {
+		if err := host.CanMountOverlay(); err == nil {
+			add("overlayfs in userns", StatusOK, "can mount: containerd uses the overlayfs snapshotter", "")
+		} else {
+			facts.Snapshotter = SnapshotterNative
+			add("overlayfs in userns", StatusInfo, err.Error(), "containerd uses the native snapshotter (slower, copies layers); fuse-overlayfs is not supported")
+		}
+	}
 	if err := host.CanUnshareNet(); err == nil {
 		add("network namespaces", StatusOK, "can create", "")
 	} else {
@@ -185,8 +228,11 @@ func checkHost(ctx context.Context, facts *Facts, busybox string) Report {
 		}
 		add("cgroups", StatusOK, detail, "")
 		if len(cg.Unmounted) > 0 {
-			add("cgroup controllers", StatusWarn, "enabled but not mounted: "+strings.Join(cg.Unmounted, ","),
-				"container stats read 0 until they are mounted; `kubernix up` as root mounts them under /sys/fs/cgroup")
+			fix := "container stats read 0 until they are mounted; `kubernix up` as root mounts them under /sys/fs/cgroup"
+			if facts.Mode == ModeRootlessChild {
+				fix = "container stats read 0 until root mounts them (mount -t cgroup -o <controller> cgroup /sys/fs/cgroup/<controller>)"
+			}
+			add("cgroup controllers", StatusWarn, "enabled but not mounted: "+strings.Join(cg.Unmounted, ","), fix)
 		}
 	}
 	if v, err := host.Sysctl("net.ipv4.ip_forward"); err != nil {
@@ -201,7 +247,11 @@ func checkHost(ctx context.Context, facts *Facts, busybox string) Report {
 	} else {
 		add("br_netfilter", StatusFail, "/proc/sys/net/bridge/bridge-nf-call-iptables missing", "modprobe br_netfilter")
 	}
-	if ok, err := host.HasCapability(unix.CAP_SYS_RESOURCE); err != nil {
+	if ok, err := host.HasCapability(unix.CAP_SYS_RESOURCE); facts.Mode == ModeRootlessChild {
+		// Capabilities in a user namespace do not reach the host's
+		// oom_score_adj: it can only be raised.
+		add("CAP_SYS_RESOURCE", StatusInfo, "in a user namespace: oom_score_adj cannot be lowered", "containerd runs with restrict_oom_score_adj = true")
+	} else if err != nil {
 		add("CAP_SYS_RESOURCE", StatusWarn, err.Error(), "")
 	} else if ok {
 		facts.HasSysResource = true
@@ -224,7 +274,7 @@ func checkCrun(ctx context.Context, facts *Facts, busybox string) Result {
 	case busybox == "":
 		res.Status, res.Detail, res.Fix = StatusWarn, "cannot check: no busybox found", "apt-get install busybox-static"
 	default:
-		if err := host.CheckOCIRuntime(ctx, crun, busybox, "true"); err != nil {
+		if err := checkRuntimeCached(ctx, crun, busybox); err != nil {
 			res.Status, res.Detail = StatusInfo, "does not work with containerd here, runc is used: "+err.Error()
 		} else {
 			facts.CrunWorks = true
@@ -232,4 +282,63 @@ func checkCrun(ctx context.Context, facts *Facts, busybox string) Result {
 		}
 	}
 	return res
+}
+
+// runtimeCheckCache remembers, per boot, the outcome of running a container
+// with an OCI runtime binary: the check starts a real container and takes
+// seconds, and its answer only changes with the binary or a reboot.
+const runtimeCheckCache = "/run/kubernix/runtime-check"
+
+// checkRuntimeCached runs host.CheckOCIRuntime, or returns its recorded
+// outcome for the same runtime binary (path, size, mtime) and runtime-spec
+// version. Only root writes the record (in /run, gone at reboot).
+func checkRuntimeCached(ctx context.Context, runtime, busybox string) error {
+	st, err := os.Stat(runtime)
+	if err != nil {
+		return err
+	}
+	key := fmt.Sprintf("%s %d %d %s", runtime, st.Size(), st.ModTime().UnixNano(), host.RuntimeSpecVersion)
+	file := filepath.Join(runtimeCheckCache, strings.ReplaceAll(strings.Trim(runtime, "/"), "/", "_"))
+	if b, err := os.ReadFile(file); err == nil {
+		if k, outcome, ok := strings.Cut(string(b), "\n"); ok && k == key {
+			if outcome == "ok" {
+				return nil
+			}
+			return errors.New(outcome)
+		}
+	}
+	checkErr := host.CheckOCIRuntime(ctx, runtime, busybox, "true")
+	if os.Geteuid() == 0 && ctx.Err() == nil {
+		outcome := "ok"
+		if checkErr != nil {
+			outcome = checkErr.Error()
+		}
+		if os.MkdirAll(runtimeCheckCache, 0o755) == nil {
+			_ = os.WriteFile(file, []byte(key+"\n"+outcome), 0o644)
+		}
+	}
+	return checkErr
+}
+
+// checkBinaries checks bs concurrently (each runs its binary for the
+// version) and returns the results in bs's order.
+func checkBinaries(ctx context.Context, finder *bins.Finder, bs []bins.Binary, paths map[string]string) Report {
+	out := make(Report, len(bs))
+	found := make([]map[string]string, len(bs))
+	var wg sync.WaitGroup
+	for i, b := range bs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			found[i] = map[string]string{}
+			out[i] = checkBinary(ctx, finder, b, found[i])
+		}()
+	}
+	wg.Wait()
+	for _, f := range found {
+		for k, v := range f {
+			paths[k] = v
+		}
+	}
+	return out
 }

@@ -156,3 +156,9 @@ func MountControllers(names []string) ([]string, error) {
 	}
 	return done, errors.Join(errs...)
 }
+
+// Writable reports whether the caller may create cgroups in the cgroup
+// directory dir and move processes into it.
+func Writable(dir string) bool {
+	return unix.Access(dir, unix.W_OK|unix.X_OK) == nil && unix.Access(filepath.Join(dir, "cgroup.procs"), unix.W_OK) == nil
+}

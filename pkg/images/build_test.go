@@ -472,7 +472,14 @@ func TestUpToDate(t *testing.T) {
 		setTime(t, in, time.Now().Add(-time.Hour))
 	}
 	touch := func(p string) func(t *testing.T) {
-		return func(t *testing.T) { setTime(t, p, time.Now()) }
+		return func(t *testing.T) {
+			// Newer than the output, whatever clock wrote it.
+			later := time.Now()
+			if st, err := os.Stat(out); err == nil && !st.ModTime().Before(later) {
+				later = st.ModTime().Add(time.Second)
+			}
+			setTime(t, p, later)
+		}
 	}
 	steps := []struct {
 		name  string
@@ -485,6 +492,7 @@ func TestUpToDate(t *testing.T) {
 			if err := Build(b, binDir, out); err != nil {
 				t.Fatal(err)
 			}
+			settle(t, out, inputs)
 		}, b: b, fresh: true},
 		{name: "other ref", do: func(*testing.T) {}, b: Builtin{Name: b.Name, Ref: "registry.k8s.io/other:1", Binary: b.Binary, Extra: b.Extra}, fresh: false},
 		{name: "busybox changed", do: touch(inputs[2]), b: b, fresh: false},
@@ -492,12 +500,14 @@ func TestUpToDate(t *testing.T) {
 			if err := Build(b, binDir, out); err != nil {
 				t.Fatal(err)
 			}
+			settle(t, out, inputs)
 		}, b: b, fresh: true},
 		{name: "extra binary changed", do: touch(inputs[1]), b: b, fresh: false},
 		{name: "rebuilt again", do: func(t *testing.T) {
 			if err := Build(b, binDir, out); err != nil {
 				t.Fatal(err)
 			}
+			settle(t, out, inputs)
 		}, b: b, fresh: true},
 		{name: "binary changed", do: touch(inputs[0]), b: b, fresh: false},
 		{name: "binary gone", do: func(t *testing.T) {
@@ -550,5 +560,22 @@ func TestBusyboxApplets(t *testing.T) {
 		if !have[a] {
 			t.Errorf("applet %q is not in `%s --list`", a, BusyboxSource)
 		}
+	}
+}
+
+// settle moves out's mtime a second ahead: file times come from the
+// kernel's coarse clock, which can lag the fine clock a test's touch used,
+// so a file written right after a touch may not look newer.
+func settle(t *testing.T, out string, inputs []string) {
+	t.Helper()
+	later := time.Now()
+	for _, in := range inputs {
+		if st, err := os.Stat(in); err == nil && !st.ModTime().Before(later) {
+			later = st.ModTime()
+		}
+	}
+	later = later.Add(time.Second)
+	if err := os.Chtimes(out, later, later); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -29,3 +29,23 @@ func RecordSelf(runDir, name, scope string) error {
 	}
 	return writeRun(runDir, info)
 }
+
+// Record writes a pidfile and run.json for a live process the caller
+// started itself by other means (os/exec), e.g. rootlesskit, so Running,
+// Adopt and Stop find it like a component. argv is its command line and
+// logFile where its output goes ("" if nowhere).
+func Record(runDir, name, scope string, pid int, argv []string, logFile string) error {
+	if err := os.MkdirAll(runDir, 0o755); err != nil {
+		return err
+	}
+	st, err := readProcStat(pid)
+	if err != nil {
+		return fmt.Errorf("record %s (pid %d): %w", name, pid, err)
+	}
+	dir, _ := os.Getwd()
+	info := RunInfo{
+		Name: name, Scope: scope, Argv: argv, Dir: dir, LogFile: logFile,
+		PID: pid, StartTime: st.startTime, StartedAt: time.Now(),
+	}
+	return writeRun(runDir, info)
+}

@@ -2,10 +2,10 @@ package common
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/kubernix/kubernix/pkg/bins"
 	"github.com/kubernix/kubernix/pkg/cluster"
@@ -47,9 +47,9 @@ func Plan(ctx context.Context, cfg config.Config, check bool) (*cluster.Plan, do
 		plan, err := cluster.NewPlan(cfg, doctor.Facts{Paths: map[string]string{}}, imagesDir)
 		return plan, nil, err
 	}
-	report, facts := doctor.Check(ctx, finder, cfg.CNIDir)
-	if report.Failed() {
-		return nil, report, errors.New("the host is not ready for a cluster (`kubernix doctor` shows how to fix it)")
+	report, facts, err := Check(ctx, cfg)
+	if err != nil {
+		return nil, report, err
 	}
 	imagesDir, err := finder.ImagesDir()
 	if err != nil {
@@ -57,6 +57,26 @@ func Plan(ctx context.Context, cfg config.Config, check bool) (*cluster.Plan, do
 	}
 	plan, err := cluster.NewPlan(cfg, facts, imagesDir)
 	return plan, report, err
+}
+
+// Check runs the doctor's checks for cfg (see doctor.Check: which ones
+// depends on who runs them). Failed checks are an error naming each.
+func Check(ctx context.Context, cfg config.Config) (doctor.Report, doctor.Facts, error) {
+	finder := bins.NewFinder(cfg.BinDir)
+	report, facts := doctor.Check(ctx, finder, doctor.Options{CNIDir: cfg.CNIDir, CgroupParent: cfg.CgroupParent})
+	if report.Failed() {
+		var failed []string
+		for _, f := range report.Failures() {
+			failed = append(failed, f.Name+": "+f.Detail)
+		}
+		what := "a cluster"
+		if facts.Mode == doctor.ModeRootless {
+			what = "a rootless cluster"
+		}
+		return report, facts, fmt.Errorf("the host is not ready for %s (`kubernix doctor` shows how to fix it):\n  %s",
+			what, strings.Join(failed, "\n  "))
+	}
+	return report, facts, nil
 }
 
 // BinDir is the directory of the bundled kubectl and crictl, "" if not found.

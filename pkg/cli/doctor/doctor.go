@@ -25,7 +25,11 @@ func NewCommand(env *common.Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			report, _ := doctor.Check(cmd.Context(), bins.NewFinder(cfg.BinDir), cfg.CNIDir)
+			report, facts := doctor.Check(cmd.Context(), bins.NewFinder(cfg.BinDir),
+				doctor.Options{CNIDir: cfg.CNIDir, CgroupParent: cfg.CgroupParent})
+			if facts.Mode == doctor.ModeRootless {
+				common.Fprintf(env.Streams.Out, "not root: checking for rootless mode (kubernix up runs the cluster under rootlesskit)\n")
+			}
 			report.Print(env.Streams.Out)
 			if report.Failed() {
 				return &common.ExitError{Code: 1, Err: errors.New("required checks failed (see FAIL lines above)")}

@@ -11,18 +11,20 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubernix/kubernix/pkg/cli/common"
+	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/config"
 )
 
 // Vars returns the cluster's environment as KEY=VALUE: KUBECONFIG (the
-// admin kubeconfig), CONTAINER_RUNTIME_ENDPOINT and IMAGE_SERVICE_ENDPOINT
+// admin kubeconfig for clients on the host, see
+// cluster.ClientKubeconfig), CONTAINER_RUNTIME_ENDPOINT and IMAGE_SERVICE_ENDPOINT
 // (node 0's containerd, for crictl), and PATH led by the directory holding
 // the bundled kubectl and crictl.
 func Vars(cfg config.Config) []string {
 	p := cfg.Paths()
 	sock := "unix://" + p.Node(cfg.NodeName(0)).ContainerdSocket()
 	vars := []string{
-		"KUBECONFIG=" + p.Kubeconfig("admin"),
+		"KUBECONFIG=" + cluster.ClientKubeconfig(p),
 		"CONTAINER_RUNTIME_ENDPOINT=" + sock,
 		"IMAGE_SERVICE_ENDPOINT=" + sock,
 		"KUBERNIX_NAME=" + cfg.Name,

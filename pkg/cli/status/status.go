@@ -91,7 +91,7 @@ func printStatus(ctx context.Context, out io.Writer, cfg config.Config) error {
 			fmt.Fprintf(out, "node %s FAILED: %s", n, b)
 		}
 	}
-	rc, err := clientcmd.BuildConfigFromFlags("", p.Kubeconfig("admin"))
+	rc, err := clientcmd.BuildConfigFromFlags("", cluster.ClientKubeconfig(p))
 	if err != nil {
 		return err
 	}

@@ -25,6 +25,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/cli/envcmd"
 	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/doctor"
 	"github.com/kubernix/kubernix/pkg/process"
 )
 
@@ -33,6 +34,10 @@ type flags struct {
 	retain   bool
 	notifyFD int
 	timeout  time.Duration
+	// rootlessChild: this is the kubernix that rootlesskit runs (see
+	// rootless.go); notifyPath is then the FIFO to the parent.
+	rootlessChild bool
+	notifyPath    string
 }
 
 // NewCommand returns `kubernix up`.
@@ -48,7 +53,12 @@ kubernix-<name> into your kubeconfig.
 
 In the foreground, kubernix stays the cluster's supervisor: Ctrl-C or SIGTERM
 brings it down in order. On a terminal it starts --shell with the cluster's
-environment (see kubernix env) and brings the cluster down when it exits.`,
+environment (see kubernix env) and brings the cluster down when it exits.
+
+Run as an ordinary user, kubernix runs the cluster rootless: it re-executes
+itself under rootlesskit (a user namespace with slirp4netns networking) and
+publishes the apiserver on 127.0.0.1; kubernix doctor lists what the host
+must provide for that.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), env, f) },
 	}
@@ -57,6 +67,10 @@ environment (see kubernix env) and brings the cluster down when it exits.`,
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 5*time.Minute, "give up if the cluster is not Ready in this time")
 	cmd.Flags().IntVar(&f.notifyFD, "notify-fd", 0, "internal: report progress and readiness to a detaching parent on this fd")
 	_ = cmd.Flags().MarkHidden("notify-fd")
+	cmd.Flags().StringVar(&f.notifyPath, "notify-path", "", "internal: report progress and readiness to the parent on this FIFO")
+	_ = cmd.Flags().MarkHidden("notify-path")
+	cmd.Flags().BoolVar(&f.rootlessChild, "rootless-child", false, "internal: run the cluster inside rootlesskit's namespaces")
+	_ = cmd.Flags().MarkHidden("rootless-child")
 	return cmd
 }
 
@@ -65,12 +79,20 @@ func run(ctx context.Context, env *common.Env, f *flags) error {
 	if err != nil {
 		return err
 	}
-	if os.Geteuid() != 0 {
-		return errors.New("kubernix up needs root: run it with sudo (rootless mode is not available yet)")
+	if f.rootlessChild {
+		return runRootlessChild(ctx, env, cfg, f)
 	}
-	log := env.Logger(cfg)
+	switch doctor.DetectMode() {
+	case doctor.ModeRootless:
+		return runRootless(ctx, env, cfg, f)
+	case doctor.ModeRootlessChild:
+		return errors.New("kubernix up runs as root, or as an ordinary user (it then starts rootlesskit itself), not as root of a user namespace")
+	}
 	if pid, ok := cluster.Running(cfg.Paths()); ok {
 		return fmt.Errorf("%w: %s (supervisor pid %d); use another --name, or `kubernix down --name %s`", cluster.ErrTaken, cfg.Name, pid, cfg.Name)
+	}
+	if err := cluster.ClearRootless(cfg.Paths()); err != nil {
+		return err
 	}
 	port, err := cluster.ChoosePort(cfg)
 	if err != nil {
@@ -87,6 +109,9 @@ func run(ctx context.Context, env *common.Env, f *flags) error {
 		}
 		return err
 	}
+	if err := cluster.CheckName(plan); err != nil {
+		return err
+	}
 	if f.detach {
 		return detach(ctx, env, cfg, f)
 	}
@@ -96,6 +121,14 @@ func run(ctx context.Context, env *common.Env, f *flags) error {
 		defer nf.Close()
 		notify = nf
 	}
+	return supervise(ctx, env, cfg, f, plan, notify)
+}
+
+// supervise brings the planned cluster up, reports to notify (a detaching
+// parent's pipe, or nil), and supervises it until the context ends (or
+// the interactive shell exits), then brings it down.
+func supervise(ctx context.Context, env *common.Env, cfg config.Config, f *flags, plan *cluster.Plan, notify io.Writer) error {
+	log := env.Logger(cfg)
 	progress := env.Streams.Out
 	if notify != nil {
 		progress = io.MultiWriter(progress, prefixWriter{w: notify, prefix: "progress "})

@@ -40,7 +40,10 @@ type Spec struct {
 	CgroupRoot string
 	// CgroupV1 is true on v1 and hybrid hosts: the kubelet then needs failCgroupV1: false.
 	CgroupV1 bool
-	// Rootless turns on the KubeletInUserNamespace feature gate.
+	// Rootless runs the kubelet in a user namespace: the
+	// KubeletInUserNamespace feature gate (kernel tunables, /dev/kmsg and
+	// other host-only settings fail and are ignored) and no node
+	// allocatable enforcement on the pods' cgroup.
 	Rootless bool
 	// ResolvConf is the resolv.conf pods with dnsPolicy Default get (and CoreDNS forwards to).
 	ResolvConf             string
@@ -116,6 +119,8 @@ func Config(s Spec) *kubeletv1beta1.KubeletConfiguration {
 	}
 	if s.Rootless {
 		c.FeatureGates["KubeletInUserNamespace"] = true
+		// "none": an empty list would be omitted and defaulted to "pods".
+		c.EnforceNodeAllocatable = []string{"none"}
 	}
 	return c
 }

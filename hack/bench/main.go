@@ -1,0 +1,195 @@
+// Command bench measures kubernix (GitHub issue #7): for each cluster size
+// it brings a real cluster up with `kubernix up --detach`, verifies it,
+// samples its memory, optionally times an image import, and tears it down,
+// several times; then it writes a report as JSON and Markdown.
+//
+//	go run ./hack/bench -nodes 1,3,5,10 -runs 3   # what `make bench` runs
+//	go run ./hack/bench -nodes 1 -runs 1          # quick, for development
+//
+// Per run it records: the wall time of `up` (it returns once every node is
+// Ready and CoreDNS Available), checked afterwards with the bundled kubectl;
+// the supervisor's timings.json (per component start and ready, per phase);
+// the critical path (Prepare plus, per phase, the slowest component's
+// start-to-ready time) and the overhead ratio wall / critical path; the RSS
+// of every process of the cluster, sampled once -rss-delay after up
+// returned; the time of `kubernix image load` of a generated ~50 MB image
+// (sizes in -import-nodes, when this kubernix has the verb); the time of
+// `kubernix down`; and what down left on the host.
+//
+// The first run of each size is cold: its state dir is fresh, so up
+// generates the PKI and starts with empty etcd and containerd stores. Later
+// runs of the size are warm: they reuse that state dir (PKI, etcd data,
+// imported images). Rows of the report are per size and mode. After the
+// last run the state dir is removed, unless -keep-state or a run failed.
+// A failed or interrupted up is followed by a SIGTERM to the detached
+// supervisor it started (by PID), then down.
+//
+// The bench is a measurement, not a test: it asserts nothing about speed.
+// It exits non-zero, after writing the report, when a run failed (up
+// failed, nodes not Ready, down failed, leftovers). It needs root and the
+// built binaries (`make bins images build`), uses its own cluster name,
+// state dir under /tmp and CIDR, and a private KUBECONFIG file, so it
+// neither touches ~/.kube/config nor other clusters on the machine.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/kubernix/kubernix/pkg/config"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, os.Stdout, os.Stderr, os.Args[1:]); err != nil {
+		if !errors.Is(err, flag.ErrHelp) {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+		}
+		stop()
+		os.Exit(1)
+	}
+}
+
+// options are bench's flags.
+type options struct {
+	nodes       intList
+	runs        int
+	out         string
+	binDir      string
+	skipImport  bool
+	timeout     time.Duration
+	name        string
+	stateDir    string
+	cidr        string
+	rssDelay    time.Duration
+	importMB    int
+	importNodes intList
+	keepState   bool
+}
+
+// run is bench: it parses args, measures, and writes the report.
+func run(ctx context.Context, stdout, stderr io.Writer, args []string) error {
+	o, err := parseFlags(stderr, args)
+	if err != nil {
+		return err
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("bench starts real clusters and needs root, as `kubernix up` does")
+	}
+	for _, b := range []string{"kubernix", "kubectl"} {
+		if _, err := os.Stat(filepath.Join(o.binDir, b)); err != nil {
+			return fmt.Errorf("%w (run `make bins images build`)", err)
+		}
+	}
+	b := &bench{opts: o, stdout: stdout}
+	return b.run(ctx)
+}
+
+// parseFlags parses and validates args; every problem is reported at once.
+func parseFlags(stderr io.Writer, args []string) (options, error) {
+	o := options{nodes: intList{1, 3, 5, 10}, importNodes: intList{1, 3}}
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Var(&o.nodes, "nodes", "comma-separated cluster sizes to measure")
+	fs.IntVar(&o.runs, "runs", 3, "runs per size: the first cold (fresh state dir), the others warm (state dir reused)")
+	fs.StringVar(&o.out, "out", "_output/bench", "directory for the reports (bench-<time>.json/.md/.log, latest.json/.md)")
+	fs.StringVar(&o.binDir, "bin-dir", "_output/bin", "directory holding kubernix, kubectl and the upstream binaries")
+	fs.BoolVar(&o.skipImport, "skip-import", false, "do not measure the image import")
+	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "bound of each kubernix command (up also gets it as --timeout)")
+	fs.StringVar(&o.name, "name", "bench", "cluster name")
+	fs.StringVar(&o.stateDir, "state-dir", "/tmp/kx-bench", "state directory (removed before each size's first run)")
+	fs.StringVar(&o.cidr, "cidr", "10.210.0.0/16", "cluster CIDR; must not overlap other clusters on the machine")
+	fs.DurationVar(&o.rssDelay, "rss-delay", 5*time.Second, "how long after up returned the memory is sampled")
+	fs.IntVar(&o.importMB, "import-mb", 50, "size of the generated image's layer, in MB (10^6 bytes)")
+	fs.Var(&o.importNodes, "import-nodes", "comma-separated sizes at which the image import is timed")
+	fs.BoolVar(&o.keepState, "keep-state", false, "keep the state dir (component logs) after the last run; it is kept anyway when a run failed")
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "usage: bench [flags]\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	var errs []error
+	if fs.NArg() > 0 {
+		errs = append(errs, fmt.Errorf("unexpected arguments %q", fs.Args()))
+	}
+	if len(o.nodes) == 0 {
+		errs = append(errs, errors.New("-nodes: no sizes"))
+	}
+	maxNodes := 0
+	for _, n := range o.nodes {
+		if n < 1 {
+			errs = append(errs, fmt.Errorf("-nodes: %d is not a node count", n))
+		}
+		maxNodes = max(maxNodes, n)
+	}
+	if o.runs < 1 {
+		errs = append(errs, fmt.Errorf("-runs %d: at least 1", o.runs))
+	}
+	if o.timeout <= 0 {
+		errs = append(errs, fmt.Errorf("-timeout %s: must be positive", o.timeout))
+	}
+	if o.rssDelay < 0 {
+		errs = append(errs, fmt.Errorf("-rss-delay %s: must not be negative", o.rssDelay))
+	}
+	if o.importMB < 1 {
+		errs = append(errs, fmt.Errorf("-import-mb %d: at least 1", o.importMB))
+	}
+	for _, p := range []*string{&o.out, &o.binDir, &o.stateDir} {
+		abs, err := filepath.Abs(*p)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		*p = abs
+	}
+	if o.stateDir == "/" || o.stateDir == "/tmp" {
+		errs = append(errs, fmt.Errorf("-state-dir %s: bench removes it; use a dedicated directory", o.stateDir))
+	}
+	if maxNodes > 0 {
+		paths := config.Paths{State: o.stateDir}
+		for _, s := range paths.Node(Layout{Name: o.name}.NodeName(maxNodes - 1)).Sockets() {
+			if len(s) > config.MaxSocketPath {
+				errs = append(errs, fmt.Errorf("-state-dir %s: socket path %s is %d bytes, over %d", o.stateDir, s, len(s), config.MaxSocketPath))
+			}
+		}
+	}
+	return o, errors.Join(errs...)
+}
+
+// intList is a flag of comma-separated integers.
+type intList []int
+
+func (l *intList) String() string {
+	if l == nil {
+		return ""
+	}
+	return joinInts(*l)
+}
+
+func (l *intList) Set(s string) error {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil {
+			return fmt.Errorf("%q is not an integer", f)
+		}
+		out = append(out, n)
+	}
+	*l = out
+	return nil
+}

@@ -1,0 +1,810 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Modes of a run: cold starts from an empty state dir (PKI generated, etcd
+// and containerd stores empty); warm reuses the previous run's state dir
+// (PKI, etcd data, containerd content store).
+const (
+	ModeCold = "cold"
+	ModeWarm = "warm"
+)
+
+// Report is everything one bench invocation measured, as written to
+// bench-<timestamp>.json. Durations are float seconds, sizes bytes.
+type Report struct {
+	Started  time.Time `json:"started"`
+	Finished time.Time `json:"finished"`
+	Git      Git       `json:"git"`
+	Machine  Machine   `json:"machine"`
+	Versions Versions  `json:"versions"`
+	Settings Settings  `json:"settings"`
+	Runs     []Run     `json:"runs"`
+	Summary  []Summary `json:"summary"`
+	// MarginalRSS fits the median total RSS (bytes) of each size against its
+	// node count: Slope is the bytes each added node costs. Nil with fewer
+	// than two sizes measured.
+	MarginalRSS *Fit          `json:"marginal_rss,omitempty"`
+	Import      ImportSummary `json:"image_import"`
+	// Failures lists every run's failures, prefixed with the run.
+	Failures []string `json:"failures"`
+	// Notes lists every run's notes, prefixed with the run.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// Git is the revision the bench ran from.
+type Git struct {
+	Revision string `json:"revision"`
+	Dirty    bool   `json:"dirty"`
+	Error    string `json:"error,omitempty"`
+}
+
+// Machine is the host the bench ran on.
+type Machine struct {
+	Cores         int    `json:"cores"`
+	MemTotalBytes uint64 `json:"mem_total_bytes"`
+	Kernel        string `json:"kernel"`
+}
+
+// Versions are kubernix's (first line of `kubernix version`) and the pinned
+// upstream versions it prints.
+type Versions struct {
+	Kubernix string            `json:"kubernix"`
+	Upstream map[string]string `json:"upstream"`
+}
+
+// Settings are the bench's effective options.
+type Settings struct {
+	Nodes           []int   `json:"nodes"`
+	Runs            int     `json:"runs"`
+	Name            string  `json:"name"`
+	StateDir        string  `json:"state_dir"`
+	CIDR            string  `json:"cidr"`
+	RSSDelaySeconds float64 `json:"rss_delay_seconds"`
+	TimeoutSeconds  float64 `json:"timeout_seconds"`
+	SkipImport      bool    `json:"skip_import"`
+	ImportNodes     []int   `json:"import_nodes"`
+}
+
+// Run is one up/measure/down cycle.
+type Run struct {
+	Nodes int `json:"nodes"`
+	// Index counts the runs of this size from 1.
+	Index int    `json:"index"`
+	Mode  string `json:"mode"`
+	// PKIReused is true when the state dir already held a PKI, so up did not
+	// generate one (Prepare is then mostly network setup).
+	PKIReused bool `json:"pki_reused"`
+	// Executor is "container" when the nodes had sandboxes, else "process".
+	Executor string    `json:"executor"`
+	Started  time.Time `json:"started"`
+	// LoadAvg is /proc/loadavg just before up: other work on the machine
+	// (other clusters, builds) skews the numbers.
+	LoadAvg string `json:"loadavg"`
+
+	// UpSeconds is the wall time of `kubernix up --detach`, invocation to
+	// exit: it exits once every node is Ready and CoreDNS Available.
+	UpSeconds float64 `json:"up_seconds"`
+	UpError   string  `json:"up_error,omitempty"`
+	Ready     Ready   `json:"ready"`
+	// SupervisorTotalSeconds is Timings.Total: the supervisor's own time
+	// from after leftover cleanup to Ready (without CLI start, host checks
+	// and the detach hand-over).
+	SupervisorTotalSeconds float64 `json:"supervisor_total_seconds"`
+	// StartupSeconds is from the invocation of up to the start of Prepare
+	// (first component start less Prepare): the CLI, its host checks, the
+	// detached supervisor's start and its own checks, leftover cleanup.
+	StartupSeconds float64 `json:"startup_seconds"`
+	// HandoverSeconds is from the last component ready to up's exit:
+	// kubeconfig merge, timings, the notification of the detaching parent.
+	HandoverSeconds float64           `json:"handover_seconds"`
+	Timings         *Timings          `json:"timings,omitempty"`
+	Components      []ComponentTiming `json:"components,omitempty"`
+	Kinds           []KindTiming      `json:"kinds,omitempty"`
+	CriticalPath    *CriticalPath     `json:"critical_path,omitempty"`
+	// Overhead is UpSeconds / CriticalPath.TotalSeconds (0 when unknown).
+	Overhead float64    `json:"overhead"`
+	Memory   *Memory    `json:"memory,omitempty"`
+	Import   *ImportRun `json:"image_import,omitempty"`
+
+	// DownSeconds is the wall time of `kubernix down`.
+	DownSeconds float64 `json:"down_seconds"`
+	DownError   string  `json:"down_error,omitempty"`
+	// Leftovers is what the cluster left on the host after down.
+	Leftovers []string `json:"leftovers,omitempty"`
+	Failures  []string `json:"failures,omitempty"`
+	// Notes are observations that are not failures.
+	Notes []string `json:"notes,omitempty"`
+}
+
+// OK reports whether the run came up, was verified Ready, and went down
+// cleanly.
+func (r Run) OK() bool { return len(r.Failures) == 0 }
+
+// label names the run in failure lists.
+func (r Run) label() string { return fmt.Sprintf("%d node(s) run %d (%s)", r.Nodes, r.Index, r.Mode) }
+
+// Ready is the check, after up returned, that kubectl sees every node Ready.
+type Ready struct {
+	Ready    int      `json:"ready"`
+	Total    int      `json:"total"`
+	Expected int      `json:"expected"`
+	NotReady []string `json:"not_ready,omitempty"`
+	// Stale lists Ready nodes whose last heartbeat predates the up: their
+	// Ready condition may be the previous run's, kept in etcd.
+	Stale []string `json:"stale,omitempty"`
+	Error string   `json:"error,omitempty"`
+}
+
+// Memory is the RSS of the cluster's processes, sampled once.
+type Memory struct {
+	// SampledAfterSeconds is when the sample was taken, after up returned.
+	SampledAfterSeconds float64   `json:"sampled_after_seconds"`
+	Processes           []ProcRSS `json:"processes"`
+	TotalBytes          uint64    `json:"total_bytes"`
+	// Missing lists the components expected to run that had no live process.
+	Missing []string `json:"missing,omitempty"`
+}
+
+// ProcRSS is the RSS (VmRSS) of one component, or the sum over a group of
+// processes (a node's shims, a node's pod processes).
+type ProcRSS struct {
+	Scope     string `json:"scope"` // "control-plane", "supervisor" or a node name
+	Component string `json:"component"`
+	PIDs      []int  `json:"pids"`
+	RSSBytes  uint64 `json:"rss_bytes"`
+}
+
+// ImportRun is one timed `kubernix image load`.
+type ImportRun struct {
+	Bytes   int64   `json:"bytes"`
+	Seconds float64 `json:"seconds"`
+	// MBps is Bytes / 10^6 / Seconds.
+	MBps  float64 `json:"mb_per_s"`
+	Error string  `json:"error,omitempty"`
+}
+
+// ImportSummary describes the image-import measurement as a whole.
+type ImportSummary struct {
+	// Available is false when this kubernix has no `image load`, or the
+	// measurement was skipped; Note says which.
+	Available bool   `json:"available"`
+	Note      string `json:"note,omitempty"`
+	Ref       string `json:"ref,omitempty"`
+	Bytes     int64  `json:"bytes,omitempty"`
+	// Ratios are median time into 3 nodes / median time into 1 node, per mode.
+	Ratios []ImportRatio `json:"ratios,omitempty"`
+}
+
+// ImportRatio compares import times between two sizes in one mode.
+type ImportRatio struct {
+	Mode  string  `json:"mode"`
+	From  int     `json:"from_nodes"`
+	To    int     `json:"to_nodes"`
+	Ratio float64 `json:"ratio"`
+}
+
+// Summary aggregates the runs of one size and mode. Times are seconds,
+// memory bytes; only runs whose up succeeded count, except for Down.
+type Summary struct {
+	Nodes           int    `json:"nodes"`
+	Mode            string `json:"mode"`
+	Runs            int    `json:"runs"`
+	Failed          int    `json:"failed"`
+	Wall            Stat   `json:"wall_seconds"`
+	SupervisorTotal Stat   `json:"supervisor_total_seconds"`
+	Startup         Stat   `json:"startup_seconds"`
+	Prepare         Stat   `json:"prepare_seconds"`
+	Handover        Stat   `json:"handover_seconds"`
+	CriticalPath    Stat   `json:"critical_path_seconds"`
+	Overhead        Stat   `json:"overhead"`
+	Down            Stat   `json:"down_seconds"`
+	RSSTotal        Stat   `json:"rss_total_bytes"`
+	// RSS is per component kind, summed over the nodes of a run.
+	RSS    []NamedStat `json:"rss_bytes"`
+	Phases []KindStat  `json:"phases"`
+	// Steps is the critical path per phase.
+	Steps  []StepStat  `json:"critical_path_steps"`
+	Import *ImportStat `json:"image_import,omitempty"`
+}
+
+// NamedStat is a Stat with a name.
+type NamedStat struct {
+	Name string `json:"name"`
+	Stat Stat   `json:"stat"`
+}
+
+// KindStat is the boot of one component kind across runs.
+type KindStat struct {
+	Kind    string `json:"kind"`
+	Phase   string `json:"phase"`
+	Count   int    `json:"count"`
+	Started Stat   `json:"started_seconds"`
+	Ready   Stat   `json:"ready_seconds"`
+}
+
+// StepStat is one phase of the critical path across runs: how long its
+// slowest component took, and which component kind that was most often.
+type StepStat struct {
+	Phase     string `json:"phase"`
+	Component string `json:"component"`
+	Seconds   Stat   `json:"seconds"`
+}
+
+// ImportStat is the image import across runs.
+type ImportStat struct {
+	Seconds Stat `json:"seconds"`
+	MBps    Stat `json:"mb_per_s"`
+	Failed  int  `json:"failed"`
+}
+
+// Summarize fills r.Summary, r.MarginalRSS, r.Import.Ratios and r.Failures
+// from r.Runs.
+func (r *Report) Summarize() {
+	r.Summary = nil
+	r.Failures, r.Notes = nil, nil
+	type key struct {
+		nodes int
+		mode  string
+	}
+	groups := map[key][]Run{}
+	var keys []key
+	for _, run := range r.Runs {
+		k := key{run.Nodes, run.Mode}
+		if _, ok := groups[k]; !ok {
+			keys = append(keys, k)
+		}
+		groups[k] = append(groups[k], run)
+		for _, f := range run.Failures {
+			r.Failures = append(r.Failures, run.label()+": "+f)
+		}
+		for _, n := range run.Notes {
+			r.Notes = append(r.Notes, run.label()+": "+n)
+		}
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].nodes != keys[j].nodes {
+			return keys[i].nodes < keys[j].nodes
+		}
+		return keys[i].mode < keys[j].mode // cold before warm
+	})
+	for _, k := range keys {
+		r.Summary = append(r.Summary, summarizeRuns(k.nodes, k.mode, groups[k]))
+	}
+	r.MarginalRSS = marginalRSS(r.Runs)
+	r.Import.Ratios = importRatios(r.Summary)
+}
+
+func summarizeRuns(nodes int, mode string, runs []Run) Summary {
+	s := Summary{Nodes: nodes, Mode: mode, Runs: len(runs)}
+	var wall, sup, startup, prep, handover, cp, over, down, rss []float64
+	rssBy := map[string][]float64{}
+	var rssOrder []string
+	type kindAcc struct {
+		phase          string
+		count          int
+		started, ready []float64
+	}
+	kinds := map[string]*kindAcc{}
+	var kindOrder []string
+	steps := map[string][]float64{}
+	stepComp := map[string]map[string]int{}
+	var stepOrder []string
+	var impSec, impRate []float64
+	impFailed := 0
+	for _, run := range runs {
+		if !run.OK() {
+			s.Failed++
+		}
+		if run.DownError == "" && run.DownSeconds > 0 {
+			down = append(down, run.DownSeconds)
+		}
+		if run.Import != nil {
+			if run.Import.Error != "" {
+				impFailed++
+			} else {
+				impSec = append(impSec, run.Import.Seconds)
+				impRate = append(impRate, run.Import.MBps)
+			}
+		}
+		if run.UpError != "" {
+			continue
+		}
+		wall = append(wall, run.UpSeconds)
+		if run.Timings != nil {
+			sup = append(sup, run.SupervisorTotalSeconds)
+			startup = append(startup, run.StartupSeconds)
+			handover = append(handover, run.HandoverSeconds)
+		}
+		if run.CriticalPath != nil {
+			prep = append(prep, run.CriticalPath.PrepareSeconds)
+			cp = append(cp, run.CriticalPath.TotalSeconds)
+			for _, st := range run.CriticalPath.Steps {
+				if _, ok := steps[st.Phase]; !ok {
+					stepOrder = append(stepOrder, st.Phase)
+					stepComp[st.Phase] = map[string]int{}
+				}
+				steps[st.Phase] = append(steps[st.Phase], st.Seconds)
+				stepComp[st.Phase][kindOf(st.Component)]++
+			}
+		}
+		if run.Overhead > 0 {
+			over = append(over, run.Overhead)
+		}
+		for _, k := range run.Kinds {
+			acc, ok := kinds[k.Kind]
+			if !ok {
+				acc = &kindAcc{phase: k.Phase, count: k.Count}
+				kinds[k.Kind] = acc
+				kindOrder = append(kindOrder, k.Kind)
+			}
+			acc.started = append(acc.started, k.StartedSeconds)
+			acc.ready = append(acc.ready, k.ReadySeconds)
+		}
+		if run.Memory != nil {
+			rss = append(rss, float64(run.Memory.TotalBytes))
+			perKind := map[string]float64{}
+			for _, p := range run.Memory.Processes {
+				if _, ok := perKind[p.Component]; !ok {
+					if _, seen := rssBy[p.Component]; !seen {
+						rssOrder = append(rssOrder, p.Component)
+					}
+				}
+				perKind[p.Component] += float64(p.RSSBytes)
+			}
+			for kind, v := range perKind {
+				rssBy[kind] = append(rssBy[kind], v)
+			}
+		}
+	}
+	s.Wall, s.SupervisorTotal, s.Prepare = Summarize(wall), Summarize(sup), Summarize(prep)
+	s.Startup, s.Handover = Summarize(startup), Summarize(handover)
+	s.CriticalPath, s.Overhead, s.Down, s.RSSTotal = Summarize(cp), Summarize(over), Summarize(down), Summarize(rss)
+	for _, name := range rssOrder {
+		s.RSS = append(s.RSS, NamedStat{Name: name, Stat: Summarize(rssBy[name])})
+	}
+	for _, k := range kindOrder {
+		acc := kinds[k]
+		s.Phases = append(s.Phases, KindStat{Kind: k, Phase: acc.phase, Count: acc.count, Started: Summarize(acc.started), Ready: Summarize(acc.ready)})
+	}
+	rank := phaseRank()
+	sort.SliceStable(s.Phases, func(i, j int) bool { return rank(s.Phases[i].Phase) < rank(s.Phases[j].Phase) })
+	sort.SliceStable(stepOrder, func(i, j int) bool { return rank(stepOrder[i]) < rank(stepOrder[j]) })
+	for _, ph := range stepOrder {
+		s.Steps = append(s.Steps, StepStat{Phase: ph, Component: mostCommon(stepComp[ph]), Seconds: Summarize(steps[ph])})
+	}
+	if len(impSec) > 0 || impFailed > 0 {
+		s.Import = &ImportStat{Seconds: Summarize(impSec), MBps: Summarize(impRate), Failed: impFailed}
+	}
+	return s
+}
+
+// mostCommon returns the key with the highest count, the first by name on
+// a tie.
+func mostCommon(m map[string]int) string {
+	best, n := "", -1
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		if m[k] > n {
+			best, n = k, m[k]
+		}
+	}
+	return best
+}
+
+// marginalRSS fits the median total RSS of each size (all modes, runs with
+// a memory sample) against the node count.
+func marginalRSS(runs []Run) *Fit {
+	bySize := map[int][]float64{}
+	for _, r := range runs {
+		if r.Memory != nil && r.UpError == "" {
+			bySize[r.Nodes] = append(bySize[r.Nodes], float64(r.Memory.TotalBytes))
+		}
+	}
+	var sizes []int
+	for n := range bySize {
+		sizes = append(sizes, n)
+	}
+	sort.Ints(sizes)
+	var pts [][2]float64
+	for _, n := range sizes {
+		pts = append(pts, [2]float64{float64(n), Summarize(bySize[n]).Median})
+	}
+	f, ok := LinearFit(pts)
+	if !ok {
+		return nil
+	}
+	return &f
+}
+
+// importRatios compares the median import time into 3 nodes with that into
+// 1 node, per mode where both were measured.
+func importRatios(sums []Summary) []ImportRatio {
+	var out []ImportRatio
+	for _, mode := range []string{ModeCold, ModeWarm} {
+		var one, three *ImportStat
+		for _, s := range sums {
+			if s.Mode != mode || s.Import == nil || s.Import.Seconds.N == 0 {
+				continue
+			}
+			switch s.Nodes {
+			case 1:
+				one = s.Import
+			case 3:
+				three = s.Import
+			}
+		}
+		if one != nil && three != nil && one.Seconds.Median > 0 {
+			out = append(out, ImportRatio{Mode: mode, From: 1, To: 3, Ratio: three.Seconds.Median / one.Seconds.Median})
+		}
+	}
+	return out
+}
+
+// WriteFiles writes r as JSON and Markdown into dir: bench-<stamp>.json and
+// .md, and copies as latest.json and latest.md. It returns the Markdown
+// path.
+func (r *Report) WriteFiles(dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	js, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	var md strings.Builder
+	if err := r.Markdown(&md); err != nil {
+		return "", err
+	}
+	stamp := r.Started.UTC().Format("20060102-150405")
+	base := filepath.Join(dir, "bench-"+stamp)
+	files := map[string][]byte{
+		base + ".json":                    append(js, '\n'),
+		base + ".md":                      []byte(md.String()),
+		filepath.Join(dir, "latest.json"): append(js, '\n'),
+		filepath.Join(dir, "latest.md"):   []byte(md.String()),
+	}
+	for _, p := range slices.Sorted(maps.Keys(files)) {
+		if err := os.WriteFile(p, files[p], 0o644); err != nil {
+			return "", err
+		}
+	}
+	return base + ".md", nil
+}
+
+// Markdown renders r for people: a header with the revision and machine,
+// then tables of times, boot phases, critical path, memory and image
+// import, then the failures. The output depends only on r.
+func (r *Report) Markdown(w io.Writer) error {
+	var b strings.Builder
+	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
+	dirty := ""
+	if r.Git.Dirty {
+		dirty = " (dirty)"
+	}
+	p("# kubernix bench %s\n\n", r.Started.UTC().Format("2006-01-02 15:04:05 UTC"))
+	p("- revision: `%s`%s\n", orDash(r.Git.Revision), dirty)
+	p("- machine: %d cores, %s memory, kernel %s\n", r.Machine.Cores, gib(r.Machine.MemTotalBytes), orDash(r.Machine.Kernel))
+	p("- versions: %s", orDash(r.Versions.Kubernix))
+	for _, k := range slices.Sorted(maps.Keys(r.Versions.Upstream)) {
+		p(", %s %s", strings.TrimSuffix(strings.ToLower(k), "_version"), r.Versions.Upstream[k])
+	}
+	p("\n")
+	p("- settings: nodes %s × %d run(s), cluster `%s`, state dir `%s`, cidr %s; took %s\n",
+		joinInts(r.Settings.Nodes), r.Settings.Runs, r.Settings.Name, r.Settings.StateDir, r.Settings.CIDR,
+		r.Finished.Sub(r.Started).Round(time.Second))
+	p("\nValues are `median [min–max]` over the runs of a row. *cold*: fresh state dir (PKI generated, empty etcd and\n")
+	p("containerd stores); *warm*: the previous run's state dir (PKI, etcd data and images reused).\n")
+
+	r.markdownTimes(p)
+	r.markdownCriticalPath(p)
+	r.markdownTimeline(p)
+	r.markdownMemory(p)
+	r.markdownImport(p)
+	r.markdownRuns(p)
+	r.markdownFailures(p)
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// markdownTimes writes the time-to-Ready table.
+func (r *Report) markdownTimes(p func(format string, args ...any)) {
+	p("\n## Time to Ready (seconds)\n\n")
+	p("*wall*: `kubernix up --detach` invoked → returned (every node Ready, CoreDNS Available). *startup*: invoked →\n")
+	p("Prepare began (CLI, host checks, detached supervisor start). *prepare*: network, PKI, kubeconfigs.\n")
+	p("*supervisor*: the supervisor's own up (timings.json total, prepare included). *hand-over*: last component\n")
+	p("ready → up returned. *critical path*: prepare + per phase the slowest component's start → ready.\n")
+	p("*overhead*: wall / critical path. *down*: `kubernix down`.\n\n")
+	p("| nodes | mode | runs | wall | startup | prepare | supervisor | hand-over | critical path | overhead | down | failed |\n")
+	p("|---:|---|---:|---|---|---|---|---|---|---|---|---:|\n")
+	for _, s := range r.Summary {
+		p("| %d | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", s.Nodes, s.Mode, s.Runs,
+			fmtStat(s.Wall, "%.1f"), fmtStat(s.Startup, "%.1f"), fmtStat(s.Prepare, "%.2f"), fmtStat(s.SupervisorTotal, "%.1f"),
+			fmtStat(s.Handover, "%.2f"), fmtStat(s.CriticalPath, "%.1f"), fmtStat(s.Overhead, "%.2f×"), fmtStat(s.Down, "%.1f"), s.Failed)
+	}
+
+}
+
+// markdownCriticalPath writes the critical path per size and mode.
+func (r *Report) markdownCriticalPath(p func(format string, args ...any)) {
+	p("\n## Critical path (seconds, slowest component per phase)\n\n")
+	phases := summaryPhases(r.Summary)
+	p("| nodes | mode | prepare |")
+	for _, ph := range phases {
+		p(" %s |", ph)
+	}
+	p(" sum |\n|---:|---|---|%s---|\n", strings.Repeat("---|", len(phases)))
+	for _, s := range r.Summary {
+		p("| %d | %s | %s |", s.Nodes, s.Mode, fmtMedian(s.Prepare, "%.2f"))
+		for _, ph := range phases {
+			cell := "–"
+			for _, st := range s.Steps {
+				if st.Phase == ph {
+					cell = fmt.Sprintf("%s %s", fmtMedian(st.Seconds, "%.2f"), st.Component)
+				}
+			}
+			p(" %s |", cell)
+		}
+		p(" %s |\n", fmtMedian(s.CriticalPath, "%.2f"))
+	}
+
+}
+
+// markdownTimeline writes when each component kind started and was ready.
+func (r *Report) markdownTimeline(p func(format string, args ...any)) {
+	p("\n## Boot timeline (seconds from the first component start: started → ready, medians)\n\n")
+	p("Per-node components show the first start and the last ready over the nodes; *ready* is when the\n")
+	p("component's start returned (readiness probe passed and after-ready hooks ran, e.g. containerd's\n")
+	p("built-in image import). Prepare runs before the origin.\n\n")
+	kinds := summaryKinds(r.Summary)
+	p("| component | phase |")
+	for _, s := range r.Summary {
+		p(" %d %s |", s.Nodes, s.Mode)
+	}
+	p("\n|---|---|%s\n", strings.Repeat("---|", len(r.Summary)))
+	for _, k := range kinds {
+		p("| %s | %s |", k[0], k[1])
+		for _, s := range r.Summary {
+			cell := "–"
+			for _, ks := range s.Phases {
+				if ks.Kind == k[0] {
+					cell = fmt.Sprintf("%.2f → %.2f", ks.Started.Median, ks.Ready.Median)
+				}
+			}
+			p(" %s |", cell)
+		}
+		p("\n")
+	}
+
+}
+
+// markdownMemory writes the RSS table and the marginal RSS per node.
+func (r *Report) markdownMemory(p func(format string, args ...any)) {
+	p("\n## Memory (RSS in MiB, medians)\n\n")
+	p("%s\n\n", memoryNote(r.Runs))
+	comps := summaryRSSComponents(r.Summary)
+	p("| nodes | mode |")
+	for _, c := range comps {
+		p(" %s |", c)
+	}
+	p(" total | total/nodes |\n|---:|---|%s---|---|\n", strings.Repeat("---:|", len(comps)))
+	for _, s := range r.Summary {
+		p("| %d | %s |", s.Nodes, s.Mode)
+		for _, c := range comps {
+			cell := "–"
+			for _, ns := range s.RSS {
+				if ns.Name == c {
+					cell = mib(ns.Stat.Median)
+				}
+			}
+			p(" %s |", cell)
+		}
+		perNode := "–"
+		if s.RSSTotal.N > 0 && s.Nodes > 0 {
+			perNode = mib(s.RSSTotal.Median / float64(s.Nodes))
+		}
+		p(" %s | %s |\n", fmtStatFunc(s.RSSTotal, mib), perNode)
+	}
+	p("\nPer-node components are summed over the nodes. ")
+	if f := r.MarginalRSS; f != nil {
+		p("Marginal RSS per added node: **%s MiB** (least-squares fit of the median total over %d sizes; intercept %s MiB).\n",
+			mib(f.Slope), len(f.Points), mib(f.Intercept))
+	} else {
+		p("Marginal RSS per added node: not available (needs two sizes).\n")
+	}
+
+}
+
+// markdownImport writes the image import table, or why it was not measured.
+func (r *Report) markdownImport(p func(format string, args ...any)) {
+	p("\n## Image import\n\n")
+	switch {
+	case !r.Import.Available:
+		p("Not measured: %s.\n", r.Import.Note)
+	default:
+		p("`kubernix image load` of a %.1f MB single-layer image (%s; seeded random, incompressible), into every node.\n\n",
+			float64(r.Import.Bytes)/1e6, "`"+r.Import.Ref+"`")
+		p("| nodes | mode | time (s) | MB/s | failed |\n|---:|---|---|---|---:|\n")
+		for _, s := range r.Summary {
+			if s.Import == nil {
+				continue
+			}
+			p("| %d | %s | %s | %s | %d |\n", s.Nodes, s.Mode, fmtStat(s.Import.Seconds, "%.2f"), fmtStat(s.Import.MBps, "%.1f"), s.Import.Failed)
+		}
+		for _, ra := range r.Import.Ratios {
+			p("\nTime into %d nodes / time into %d node (%s): **%.2f×**\n", ra.To, ra.From, ra.Mode, ra.Ratio)
+		}
+		if r.Import.Note != "" {
+			p("\n%s\n", r.Import.Note)
+		}
+	}
+
+}
+
+// markdownRuns writes one row per run.
+func (r *Report) markdownRuns(p func(format string, args ...any)) {
+	p("\n## Runs\n\n")
+	p("| nodes | run | mode | PKI reused | executor | load avg | wall | down | leftovers | result |\n")
+	p("|---:|---:|---|---|---|---|---:|---:|---:|---|\n")
+	for _, run := range r.Runs {
+		res := "ok"
+		if !run.OK() {
+			res = fmt.Sprintf("%d failure(s)", len(run.Failures))
+		}
+		p("| %d | %d | %s | %t | %s | %s | %.1f | %.1f | %d | %s |\n", run.Nodes, run.Index, run.Mode, run.PKIReused,
+			orDash(run.Executor), orDash(firstFields(run.LoadAvg, 3)), run.UpSeconds, run.DownSeconds, len(run.Leftovers), res)
+	}
+
+}
+
+// markdownFailures writes the failures and notes.
+func (r *Report) markdownFailures(p func(format string, args ...any)) {
+	p("\n## Failures\n\n")
+	if len(r.Failures) == 0 {
+		p("None.\n")
+	}
+	for _, f := range r.Failures {
+		p("- %s\n", strings.ReplaceAll(f, "\n", " ⏎ "))
+	}
+	if len(r.Notes) > 0 {
+		p("\n## Notes\n\n")
+		for _, n := range r.Notes {
+			p("- %s\n", n)
+		}
+	}
+}
+
+// memoryNote says when the memory was sampled.
+func memoryNote(runs []Run) string {
+	var after []float64
+	for _, r := range runs {
+		if r.Memory != nil {
+			after = append(after, r.Memory.SampledAfterSeconds)
+		}
+	}
+	if len(after) == 0 {
+		return "No memory sample was taken."
+	}
+	st := Summarize(after)
+	return fmt.Sprintf("VmRSS from /proc/<pid>/status, sampled once per run %.0f s after `up` returned. *shims*: the nodes'\n"+
+		"containerd-shim-runc-v2 processes; *pods*: the processes in the nodes' pod cgroups (pause, CoreDNS).", st.Median)
+}
+
+// summaryPhases lists the phases of every summary's critical path, in boot order.
+func summaryPhases(sums []Summary) []string {
+	m := map[string]bool{}
+	for _, s := range sums {
+		for _, st := range s.Steps {
+			m[st.Phase] = true
+		}
+	}
+	return phaseOrder(m)
+}
+
+// summaryKinds lists (kind, phase) of every summary's components, in boot
+// order, ties by the order first seen.
+func summaryKinds(sums []Summary) [][2]string {
+	var out [][2]string
+	seen := map[string]bool{}
+	for _, s := range sums {
+		for _, k := range s.Phases {
+			if !seen[k.Kind] {
+				seen[k.Kind] = true
+				out = append(out, [2]string{k.Kind, k.Phase})
+			}
+		}
+	}
+	rank := phaseRank()
+	sort.SliceStable(out, func(i, j int) bool { return rank(out[i][1]) < rank(out[j][1]) })
+	return out
+}
+
+// rssColumns is the order of the memory table's columns; others follow in
+// the order first seen.
+var rssColumns = []string{"supervisor", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
+	"sandbox", "containerd", "shims", "kubelet", "kube-proxy", "pods"}
+
+func summaryRSSComponents(sums []Summary) []string {
+	seen := map[string]bool{}
+	for _, s := range sums {
+		for _, ns := range s.RSS {
+			seen[ns.Name] = true
+		}
+	}
+	var out []string
+	for _, c := range rssColumns {
+		if seen[c] {
+			out = append(out, c)
+			delete(seen, c)
+		}
+	}
+	for _, s := range sums {
+		for _, ns := range s.RSS {
+			if seen[ns.Name] {
+				out = append(out, ns.Name)
+				delete(seen, ns.Name)
+			}
+		}
+	}
+	return out
+}
+
+// fmtStat renders "median [min–max]", or just the median for one value,
+// or "–" for none.
+func fmtStat(s Stat, format string) string {
+	return fmtStatFunc(s, func(v float64) string { return fmt.Sprintf(format, v) })
+}
+
+func fmtStatFunc(s Stat, f func(float64) string) string {
+	switch {
+	case s.N == 0:
+		return "–"
+	case s.N == 1 || s.Min == s.Max:
+		return f(s.Median)
+	}
+	return fmt.Sprintf("%s [%s–%s]", f(s.Median), f(s.Min), f(s.Max))
+}
+
+func fmtMedian(s Stat, format string) string {
+	if s.N == 0 {
+		return "–"
+	}
+	return fmt.Sprintf(format, s.Median)
+}
+
+func mib(bytes float64) string { return fmt.Sprintf("%.0f", bytes/(1<<20)) }
+
+func gib(bytes uint64) string { return fmt.Sprintf("%.1f GiB", float64(bytes)/(1<<30)) }
+
+func orDash(s string) string {
+	if s == "" {
+		return "–"
+	}
+	return s
+}
+
+func joinInts(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, ",")
+}
+
+func firstFields(s string, n int) string {
+	f := strings.Fields(s)
+	if len(f) > n {
+		f = f[:n]
+	}
+	return strings.Join(f, " ")
+}

@@ -1,0 +1,202 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata")
+
+// fixtureReport is a report of two sizes, cold and warm, with a failure, an
+// import and a note, built from the Timings fixture.
+func fixtureReport(t *testing.T) *Report {
+	t.Helper()
+	tm := loadTimings(t, "timings-2node.json")
+	start := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
+	proc := func(scope, comp string, mib uint64) ProcRSS {
+		return ProcRSS{Scope: scope, Component: comp, PIDs: []int{100}, RSSBytes: mib << 20}
+	}
+	mem := func(nodes int, extra uint64) *Memory {
+		m := &Memory{SampledAfterSeconds: 5.01}
+		for _, p := range []ProcRSS{proc("supervisor", "supervisor", 40), proc("control-plane", "etcd", 60),
+			proc("control-plane", "kube-apiserver", 300+extra), proc("control-plane", "kube-controller-manager", 100),
+			proc("control-plane", "kube-scheduler", 50)} {
+			m.Processes = append(m.Processes, p)
+		}
+		for i := range nodes {
+			nd := Layout{Name: "t"}.NodeName(i)
+			if nodes > 1 {
+				m.Processes = append(m.Processes, proc(nd, "sandbox", 10))
+			}
+			m.Processes = append(m.Processes, proc(nd, "containerd", 50), proc(nd, "shims", 20), proc(nd, "kubelet", 120),
+				proc(nd, "kube-proxy", 90), proc(nd, "pods", 30))
+		}
+		for _, p := range m.Processes {
+			m.TotalBytes += p.RSSBytes
+		}
+		return m
+	}
+	mk := func(nodes, index int, mode string, up, down float64, extraMiB uint64) Run {
+		r := Run{Nodes: nodes, Index: index, Mode: mode, PKIReused: mode == ModeWarm, Executor: "container",
+			Started: start, LoadAvg: "0.50 0.40 0.30 1/100 1234", UpSeconds: up, DownSeconds: down,
+			Ready: Ready{Ready: nodes, Total: nodes, Expected: nodes}}
+		if nodes == 1 {
+			r.Executor = "process"
+		}
+		// up invoked 2 s before the first component start, returned 0.25 s after the last ready.
+		first := tm.Components[0].Started
+		(&bench{}).analyse(&r, tm, first.Add(-2*time.Second), first.Add(12250*time.Millisecond))
+		r.Memory = mem(nodes, extraMiB)
+		return r
+	}
+	runs := []Run{
+		mk(1, 1, ModeCold, 15.2, 6.1, 0),
+		mk(1, 2, ModeWarm, 14.1, 5.9, 4),
+		mk(1, 3, ModeWarm, 14.5, 6.3, 8),
+		mk(3, 1, ModeCold, 17.8, 8.0, 20),
+		mk(3, 2, ModeWarm, 0, 7.7, 0),
+	}
+	runs[0].Import = &ImportRun{Bytes: 50_010_000, Seconds: 1.25, MBps: 40.008}
+	runs[1].Notes = []string{"Ready condition older than the up (a previous run's, from etcd?) on t-node-0"}
+	runs[3].Import = &ImportRun{Bytes: 50_010_000, Seconds: 2.5, MBps: 20.004}
+	runs[4].UpError = "up: exit status 1\nphase NodeAgent: start kubelet@t-node-1: boom"
+	runs[4].Failures = []string{runs[4].UpError}
+	runs[4].Memory, runs[4].Timings, runs[4].CriticalPath, runs[4].Components, runs[4].Kinds = nil, nil, nil, nil, nil
+	r := &Report{
+		Started:  start,
+		Finished: start.Add(3*time.Minute + 12*time.Second),
+		Git:      Git{Revision: "0123456789abcdef0123456789abcdef01234567", Dirty: true},
+		Machine:  Machine{Cores: 2, MemTotalBytes: 24 << 30, Kernel: "6.1.0-test"},
+		Versions: Versions{Kubernix: "kubernix dev (go1.26.8 linux/amd64)", Upstream: map[string]string{
+			"KUBERNETES_VERSION": "v1.37.2", "CONTAINERD_VERSION": "v2.4.2"}},
+		Settings: Settings{Nodes: []int{1, 3}, Runs: 3, Name: "t", StateDir: "/tmp/kx-t", CIDR: "10.210.0.0/16",
+			RSSDelaySeconds: 5, TimeoutSeconds: 600, ImportNodes: []int{1, 3}},
+		Runs:   runs,
+		Import: ImportSummary{Available: true, Ref: imageRef, Bytes: 50_010_000},
+	}
+	r.Summarize()
+	return r
+}
+
+func TestSummarizeReport(t *testing.T) {
+	r := fixtureReport(t)
+	if len(r.Summary) != 4 {
+		t.Fatalf("summary rows = %d, want 4 (two sizes × cold, warm)", len(r.Summary))
+	}
+	oneWarm := r.Summary[1]
+	if oneWarm.Nodes != 1 || oneWarm.Mode != ModeWarm || oneWarm.Runs != 2 || oneWarm.Wall != (Stat{N: 2, Median: 14.3, Min: 14.1, Max: 14.5}) {
+		t.Errorf("1-node warm row = %+v", oneWarm)
+	}
+	threeWarm := r.Summary[3]
+	if threeWarm.Failed != 1 || threeWarm.Wall.N != 0 || threeWarm.Down.N != 1 {
+		t.Errorf("3-node warm row (up failed) = %+v: want 1 failed, no wall, a down time", threeWarm)
+	}
+	if oneWarm.Startup != (Stat{N: 2, Median: 1.5, Min: 1.5, Max: 1.5}) || !near(oneWarm.Handover.Median, 0.25) {
+		t.Errorf("startup %+v (want 2 s less 0.5 s prepare), hand-over %+v", oneWarm.Startup, oneWarm.Handover)
+	}
+	if len(r.Failures) != 1 || !strings.HasPrefix(r.Failures[0], "3 node(s) run 2 (warm): up: exit status 1") {
+		t.Errorf("failures = %q", r.Failures)
+	}
+	if len(r.Notes) != 1 {
+		t.Errorf("notes = %q", r.Notes)
+	}
+	// Import: 2.5 s into 3 nodes, 1.25 s into 1 (cold); no warm 3-node import.
+	if len(r.Import.Ratios) != 1 || r.Import.Ratios[0] != (ImportRatio{Mode: ModeCold, From: 1, To: 3, Ratio: 2}) {
+		t.Errorf("ratios = %+v, want cold 2", r.Import.Ratios)
+	}
+	// Per added node: (3-node cold total - 1-node median total) / 2.
+	if r.MarginalRSS == nil || len(r.MarginalRSS.Points) != 2 {
+		t.Fatalf("marginal RSS = %+v", r.MarginalRSS)
+	}
+	want := (float64(570+3*320) - 864) / 2
+	if got := r.MarginalRSS.Slope / (1 << 20); !near(got, want) {
+		t.Errorf("marginal RSS = %v MiB, want %v", got, want)
+	}
+}
+
+func TestImportRatios(t *testing.T) {
+	sums := []Summary{
+		{Nodes: 1, Mode: ModeCold, Import: &ImportStat{Seconds: Stat{N: 1, Median: 2}}},
+		{Nodes: 3, Mode: ModeCold, Import: &ImportStat{Seconds: Stat{N: 1, Median: 5}}},
+		{Nodes: 1, Mode: ModeWarm, Import: &ImportStat{Seconds: Stat{N: 2, Median: 1}}},
+		{Nodes: 3, Mode: ModeWarm, Import: &ImportStat{Failed: 2}},
+	}
+	got := importRatios(sums)
+	if len(got) != 1 || got[0] != (ImportRatio{Mode: ModeCold, From: 1, To: 3, Ratio: 2.5}) {
+		t.Errorf("importRatios = %+v, want cold 2.5 only", got)
+	}
+}
+
+func TestMarkdownGolden(t *testing.T) {
+	r := fixtureReport(t)
+	var buf bytes.Buffer
+	if err := r.Markdown(&buf); err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "report.md", buf.Bytes())
+}
+
+func TestMarkdownNoImport(t *testing.T) {
+	r := fixtureReport(t)
+	r.Import = ImportSummary{Note: "not available: this kubernix has no `image load`"}
+	var buf bytes.Buffer
+	if err := r.Markdown(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(buf.String(), "Not measured: not available: this kubernix has no `image load`.") {
+		t.Errorf("markdown does not say the import was not measured:\n%s", buf.String())
+	}
+}
+
+func TestWriteFiles(t *testing.T) {
+	r := fixtureReport(t)
+	dir := t.TempDir()
+	md, err := r.WriteFiles(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if filepath.Base(md) != "bench-20260102-030000.md" {
+		t.Errorf("markdown path %s", md)
+	}
+	for _, f := range []string{"bench-20260102-030000.json", "latest.json", "latest.md"} {
+		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
+			t.Error(err)
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "latest.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Report
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Runs) != len(r.Runs) || back.Runs[0].Timings == nil || back.Summary[0].Wall != r.Summary[0].Wall {
+		t.Errorf("JSON round trip lost data: %+v", back.Summary[0])
+	}
+}
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run `go test ./hack/bench -update` to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from the output (run with -update to accept it); got:\n%s", path, got)
+	}
+}

@@ -1,0 +1,158 @@
+package rootless
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/kubernix/kubernix/pkg/host"
+)
+
+// ErrNoDelegation is wrapped by DelegatedCgroup's error when the user may
+// not manage a cgroup subtree in every hierarchy.
+var ErrNoDelegation = errors.New("no cgroup subtree is delegated to the user")
+
+// DefaultCgroupParent is the subtree an administrator delegates to the user
+// with uid on a host without systemd delegation (see DelegationFix).
+func DefaultCgroupParent(uid int) string { return "/kubernix-" + strconv.Itoa(uid) }
+
+// DelegatedCgroup returns the cgroup path (the same in every hierarchy,
+// v1 controllers and the cgroup2 mount) under which the user with uid may
+// create the nodes' cgroups: the process's own cgroup when it is the same
+// path in every hierarchy and writable in each (a systemd user session with
+// Delegate=yes), else DefaultCgroupParent(uid) when it exists and is
+// writable in each. The error wraps ErrNoDelegation and names the
+// hierarchies that are missing or not writable.
+func DelegatedCgroup(uid int) (string, error) {
+	mounts, err := host.CgroupMounts()
+	if err != nil {
+		return "", err
+	}
+	if len(mounts) == 0 {
+		return "", fmt.Errorf("%w: no cgroup hierarchy is mounted", ErrNoDelegation)
+	}
+	if own, err := ownCgroup(); err == nil && own != "/" {
+		if len(unwritable(mounts, own)) == 0 {
+			return own, nil
+		}
+	}
+	parent := DefaultCgroupParent(uid)
+	if bad := unwritable(mounts, parent); len(bad) > 0 {
+		return "", fmt.Errorf("%w: %s is missing or not writable in %s", ErrNoDelegation, parent, strings.Join(bad, ", "))
+	}
+	return parent, nil
+}
+
+// UsableCgroup returns nil when cgroup path (e.g. a --cgroup-parent)
+// exists and is writable in every hierarchy, else an error wrapping
+// ErrNoDelegation that names the hierarchies where it is not.
+func UsableCgroup(path string) error {
+	mounts, err := host.CgroupMounts()
+	if err != nil {
+		return err
+	}
+	if bad := unwritable(mounts, path); len(bad) > 0 {
+		return fmt.Errorf("%w: %s is missing or not writable in %s", ErrNoDelegation, path, strings.Join(bad, ", "))
+	}
+	return nil
+}
+
+// unwritable lists the hierarchies (mount points) where cgroup path is
+// missing or the caller may not create cgroups and move processes.
+func unwritable(mounts []string, path string) []string {
+	var bad []string
+	for _, m := range mounts {
+		if !host.Writable(filepath.Join(m, strings.Trim(path, "/"))) {
+			bad = append(bad, m)
+		}
+	}
+	return bad
+}
+
+// ownCgroup returns the process's cgroup when it is the same path in every
+// hierarchy (from /proc/self/cgroup).
+func ownCgroup() (string, error) {
+	f, err := os.Open("/proc/self/cgroup")
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	return commonCgroup(f)
+}
+
+func commonCgroup(r io.Reader) (string, error) {
+	path := ""
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		// hierarchy-ID:controller-list:cgroup-path
+		f := strings.SplitN(sc.Text(), ":", 3)
+		if len(f) != 3 {
+			continue
+		}
+		switch {
+		case path == "":
+			path = f[2]
+		case f[2] != path:
+			return "", fmt.Errorf("the process is in different cgroups per hierarchy (%s, %s)", path, f[2])
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", err
+	}
+	if path == "" {
+		return "", errors.New("no cgroup in /proc/self/cgroup")
+	}
+	return path, nil
+}
+
+// FillCpuset gives cgroup path in the cpuset hierarchy (if there is one)
+// the CPUs and memory nodes of its nearest ancestor that has them, when its
+// own are empty: a v1 cpuset cgroup created by chown-style delegation starts
+// empty, and neither it nor any cgroup below it could hold a task. It
+// reports whether it changed anything.
+func FillCpuset(path string) (bool, error) {
+	mounts, err := host.CgroupMounts()
+	if err != nil {
+		return false, err
+	}
+	changed := false
+	for _, m := range mounts {
+		dir := filepath.Join(m, strings.Trim(path, "/"))
+		if !host.Exists(filepath.Join(dir, "cpuset.cpus")) {
+			continue
+		}
+		for _, file := range []string{"cpuset.cpus", "cpuset.mems"} {
+			own, err := os.ReadFile(filepath.Join(dir, file))
+			if err != nil {
+				return changed, err
+			}
+			if strings.TrimSpace(string(own)) != "" {
+				continue
+			}
+			val := ""
+			for p := filepath.Dir(dir); strings.HasPrefix(p, m) && val == ""; p = filepath.Dir(p) {
+				b, err := os.ReadFile(filepath.Join(p, file))
+				if err != nil {
+					break
+				}
+				val = strings.TrimSpace(string(b))
+				if p == m {
+					break
+				}
+			}
+			if val == "" {
+				return changed, fmt.Errorf("%s of %s is empty and no parent has any", file, dir)
+			}
+			if err := os.WriteFile(filepath.Join(dir, file), []byte(val), 0o644); err != nil {
+				return changed, fmt.Errorf("set %s of %s: %w", file, dir, err)
+			}
+			changed = true
+		}
+	}
+	return changed, nil
+}

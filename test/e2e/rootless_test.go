@@ -1,0 +1,581 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// rootlessUser is an unprivileged user the test creates, with the host
+// prepared for it as a laptop comes prepared for rootless containers.
+type rootlessUser struct {
+	t        *testing.T
+	binDir   string
+	name     string
+	uid, gid int
+	home     string
+}
+
+// newRootlessUser skips unless the test can prepare the host (root, the
+// built binaries, rootlesskit, slirp4netns and newuidmap installed), and
+// creates the user name with a home directory. The user is removed at the
+// end (t.Cleanup), also on failure.
+func newRootlessUser(t *testing.T, name string) *rootlessUser {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: skipped with -short")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("integration test: needs root to create a user and prepare the host (run `make test` as root)")
+	}
+	binDir := os.Getenv("KUBERNIX_BIN_DIR")
+	if binDir == "" {
+		t.Skip("integration test: KUBERNIX_BIN_DIR is not set (`make test` sets it after building the binaries)")
+	}
+	for _, b := range []string{"rootlesskit", "slirp4netns", "newuidmap", "newgidmap", "useradd", "userdel"} {
+		if _, err := exec.LookPath(b); err != nil {
+			t.Skipf("integration test: %s is not installed (Debian: apt-get install rootlesskit slirp4netns uidmap)", b)
+		}
+	}
+	// A user left by an interrupted run goes first.
+	if _, err := user.Lookup(name); err == nil {
+		run(t, "userdel", "-r", "-f", name)
+	}
+	run(t, "useradd", "-m", "-s", "/bin/sh", name)
+	u, err := user.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	ru := &rootlessUser{t: t, binDir: binDir, name: name, uid: uid, gid: gid, home: u.HomeDir}
+	t.Cleanup(func() {
+		ru.killAll()
+		if out, err := exec.Command("userdel", "-r", "-f", name).CombinedOutput(); err != nil {
+			t.Logf("userdel %s: %v: %s", name, err, out)
+		}
+		for _, f := range []string{"/etc/subuid", "/etc/subgid"} {
+			if err := removeSubIDs(f, name); err != nil {
+				t.Logf("clean %s: %v", f, err)
+			}
+		}
+	})
+	// useradd may have given the user subordinate IDs already (Debian's
+	// SUB_UID_COUNT); the test decides.
+	for _, f := range []string{"/etc/subuid", "/etc/subgid"} {
+		if err := removeSubIDs(f, name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return ru
+}
+
+func run(t *testing.T, argv ...string) {
+	t.Helper()
+	if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v: %s", strings.Join(argv, " "), err, out)
+	}
+}
+
+// addSubIDs grants the user 65536 subordinate uids and gids from a range
+// no other line of /etc/subuid or /etc/subgid uses (from 200000 up), as
+// `usermod --add-subuids` would.
+func (u *rootlessUser) addSubIDs() {
+	u.t.Helper()
+	for _, f := range []string{"/etc/subuid", "/etc/subgid"} {
+		start, err := freeSubIDRange(f, 200000, 65536)
+		if err != nil {
+			u.t.Fatal(err)
+		}
+		fh, err := os.OpenFile(f, os.O_APPEND|os.O_WRONLY|os.O_CREATE, 0o644)
+		if err != nil {
+			u.t.Fatal(err)
+		}
+		_, err = fmt.Fprintf(fh, "%s:%d:65536\n", u.name, start)
+		fh.Close()
+		if err != nil {
+			u.t.Fatal(err)
+		}
+	}
+}
+
+// freeSubIDRange returns the first start ≥ from where count IDs overlap no
+// range in file.
+func freeSubIDRange(file string, from, count int) (int, error) {
+	b, err := os.ReadFile(file)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return 0, err
+	}
+	start := from
+	for again := true; again; {
+		again = false
+		for _, line := range strings.Split(string(b), "\n") {
+			f := strings.Split(strings.TrimSpace(line), ":")
+			if len(f) != 3 {
+				continue
+			}
+			s, err1 := strconv.Atoi(f[1])
+			n, err2 := strconv.Atoi(f[2])
+			if err1 == nil && err2 == nil && start < s+n && s < start+count {
+				start, again = s+n, true
+			}
+		}
+	}
+	return start, nil
+}
+
+// removeSubIDs drops the user's lines from file.
+func removeSubIDs(file, name string) error {
+	b, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var keep []string
+	for _, line := range strings.SplitAfter(string(b), "\n") {
+		if !strings.HasPrefix(line, name+":") {
+			keep = append(keep, line)
+		}
+	}
+	return os.WriteFile(file, []byte(strings.Join(keep, "")), 0o644)
+}
+
+// openTun lets every user open /dev/net/tun (mode 0666), restoring the
+// mode at the end.
+func (u *rootlessUser) openTun() {
+	u.t.Helper()
+	st, err := os.Stat("/dev/net/tun")
+	if err != nil {
+		u.t.Skipf("integration test: no /dev/net/tun: %v", err)
+	}
+	mode := st.Mode().Perm()
+	if mode&0o006 == 0o006 {
+		return
+	}
+	if err := os.Chmod("/dev/net/tun", 0o666); err != nil {
+		u.t.Fatal(err)
+	}
+	u.t.Cleanup(func() {
+		if err := os.Chmod("/dev/net/tun", mode); err != nil {
+			u.t.Errorf("restore mode of /dev/net/tun: %v", err)
+		}
+	})
+}
+
+// cgroupParent is the subtree delegated to the user.
+func (u *rootlessUser) cgroupParent() string { return "kubernix-" + strconv.Itoa(u.uid) }
+
+// cgroupMounts lists the mount points of every cgroup hierarchy.
+func cgroupMounts(t *testing.T) []string {
+	t.Helper()
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		pf, qf := strings.Fields(pre), strings.Fields(post)
+		if ok && len(pf) >= 5 && len(qf) >= 1 && (qf[0] == "cgroup" || qf[0] == "cgroup2") {
+			out = append(out, pf[4])
+		}
+	}
+	return out
+}
+
+// delegateCgroups gives the user the cgroup kubernix-<uid> in every
+// hierarchy (v1 controllers and the cgroup2 mount), as systemd's
+// Delegate=yes would on a unified host: created, with the cpuset's CPUs
+// and memory nodes of the root, and chowned to the user. On a cgroup2-only
+// host the user's own session cgroup would serve, but the test's user has
+// no session. They are removed at the end.
+func (u *rootlessUser) delegateCgroups() {
+	u.t.Helper()
+	var made []string
+	u.t.Cleanup(func() {
+		u.killAll() // a failed down leaves processes in them
+		for _, d := range made {
+			removeCgroupTree(u.t, d)
+		}
+	})
+	for _, m := range cgroupMounts(u.t) {
+		dir := filepath.Join(m, u.cgroupParent())
+		if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+			u.t.Fatal(err)
+		}
+		made = append(made, dir)
+		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+			if b, err := os.ReadFile(filepath.Join(m, f)); err == nil {
+				if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+					u.t.Fatal(err)
+				}
+			}
+		}
+		err := filepath.WalkDir(dir, func(p string, _ os.DirEntry, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(p, u.uid, u.gid)
+		})
+		if err != nil {
+			u.t.Fatal(err)
+		}
+	}
+}
+
+// removeCgroupTree removes dir and the cgroups below it, deepest first.
+func removeCgroupTree(t *testing.T, dir string) {
+	var dirs []string
+	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() {
+			dirs = append(dirs, p)
+		}
+		return nil
+	})
+	slices.SortFunc(dirs, func(a, b string) int { return len(b) - len(a) })
+	for _, d := range dirs {
+		if err := syscall.Rmdir(d); err != nil && !errors.Is(err, syscall.ENOENT) {
+			t.Logf("remove cgroup %s: %v", d, err)
+		}
+	}
+}
+
+// childCgroups lists the cgroups below the user's delegated subtree.
+func (u *rootlessUser) childCgroups() []string {
+	var out []string
+	for _, m := range cgroupMounts(u.t) {
+		entries, _ := os.ReadDir(filepath.Join(m, u.cgroupParent()))
+		for _, e := range entries {
+			if e.IsDir() {
+				out = append(out, filepath.Join(m, u.cgroupParent(), e.Name()))
+			}
+		}
+	}
+	return out
+}
+
+// environ is the user's login environment: no KUBECONFIG, so kubectl
+// and kubernix use ~/.kube/config.
+func (u *rootlessUser) environ() []string {
+	return []string{
+		"HOME=" + u.home, "USER=" + u.name, "LOGNAME=" + u.name, "SHELL=/bin/sh",
+		"PATH=" + u.binDir + ":/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+	}
+}
+
+// command runs argv as the user, in the user's home.
+func (u *rootlessUser) command(ctx context.Context, argv ...string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	cmd.Env = u.environ()
+	cmd.Dir = u.home
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(u.uid), Gid: uint32(u.gid), Groups: []uint32{}}}
+	return cmd
+}
+
+// kubernix runs kubernix as the user and returns its combined output and
+// exit code.
+func (u *rootlessUser) kubernix(ctx context.Context, args ...string) (string, int) {
+	u.t.Helper()
+	out, err := u.command(ctx, append([]string{filepath.Join(u.binDir, "kubernix")}, args...)...).CombinedOutput()
+	code := 0
+	if err != nil {
+		code = -1
+		if ee, ok := err.(*exec.ExitError); ok {
+			code = ee.ExitCode()
+		}
+	}
+	return string(out), code
+}
+
+// kubectl runs kubectl as the user with the given context.
+func (u *rootlessUser) kubectl(ctx context.Context, kctx string, args ...string) (string, error) {
+	u.t.Helper()
+	cmd := u.command(ctx, append([]string{filepath.Join(u.binDir, "kubectl"), "--context", kctx}, args...)...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, errb.String())
+	}
+	return out.String(), nil
+}
+
+func (u *rootlessUser) mustKubectl(ctx context.Context, kctx string, args ...string) string {
+	u.t.Helper()
+	out, err := u.kubectl(ctx, kctx, args...)
+	if err != nil {
+		u.t.Fatal(err)
+	}
+	return out
+}
+
+// processes lists the live (not zombie) processes whose real uid is the
+// user's, or one of the user's subordinate uids (containers' non-root
+// users), or whose command line mentions the user's home.
+func (u *rootlessUser) processes() []string {
+	var out []string
+	entries, _ := os.ReadDir("/proc")
+	for _, d := range entries {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		status, err := os.ReadFile(filepath.Join("/proc", d.Name(), "status"))
+		if err != nil {
+			continue
+		}
+		uid, state := -1, ""
+		for _, line := range strings.Split(string(status), "\n") {
+			if f := strings.Fields(line); len(f) >= 2 {
+				switch f[0] {
+				case "Uid:":
+					uid, _ = strconv.Atoi(f[1])
+				case "State:":
+					state = f[1]
+				}
+			}
+		}
+		if state == "Z" || state == "X" {
+			continue
+		}
+		cmdline, _ := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
+		if uid == u.uid || strings.Contains(string(cmdline), u.home) {
+			out = append(out, fmt.Sprintf("pid %d (uid %d): %s", pid, uid, strings.ReplaceAll(string(cmdline), "\x00", " ")))
+		}
+	}
+	return out
+}
+
+// killAll SIGKILLs every process of the user, by PID, so userdel works
+// after a failed test.
+func (u *rootlessUser) killAll() {
+	for _, p := range u.processes() {
+		var pid int
+		if _, err := fmt.Sscanf(p, "pid %d", &pid); err == nil {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	}
+	time.Sleep(200 * time.Millisecond)
+}
+
+// TestRootlessMissingPrerequisite checks that `kubernix up` as a user
+// whose host lacks a rootless prerequisite (here: no /etc/subuid range)
+// fails before anything starts, naming what is missing.
+func TestRootlessMissingPrerequisite(t *testing.T) {
+	u := newRootlessUser(t, "kxrootless2")
+	u.openTun()
+	u.delegateCgroups()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	out, code := u.kubernix(ctx, "up", "--detach", "--name", "e2e-rlx", "--cidr", "10.207.0.0/16")
+	if code == 0 || !strings.Contains(out, "/etc/subuid") || !strings.Contains(out, "usermod --add-subuids") {
+		t.Fatalf("up without subordinate IDs: exit %d, output:\n%s\nwant a non-zero exit naming /etc/subuid and how to fix it", code, out)
+	}
+	t.Logf("up refused as it should:\n%s", out)
+	state := filepath.Join(u.home, ".local", "share", "kubernix", "e2e-rlx")
+	for _, f := range []string{"kubernix.toml", "rootless.json", "run"} {
+		if _, err := os.Stat(filepath.Join(state, f)); err == nil {
+			t.Errorf("refused up wrote %s", filepath.Join(state, f))
+		}
+	}
+	if left := u.processes(); len(left) > 0 {
+		t.Errorf("refused up left processes:\n%s", strings.Join(left, "\n"))
+	}
+	out, code = u.kubernix(ctx, "doctor")
+	if code == 0 || !strings.Contains(out, "FAIL  /etc/subuid") {
+		t.Errorf("doctor as the user: exit %d, output:\n%s\nwant a failed /etc/subuid check", code, out)
+	}
+}
+
+// TestRootless prepares the host as a laptop comes prepared for rootless
+// containers (an ordinary user with subordinate IDs, /dev/net/tun usable,
+// a delegated cgroup subtree), then as that user: `kubernix up --detach`,
+// kubectl on the host through the merged context, a pod reached with
+// kubectl exec, `kubernix down`, and nothing left behind: no process, no
+// cgroup below the delegated subtree, no kubeconfig context, no network.
+func TestRootless(t *testing.T) {
+	u := newRootlessUser(t, "kxrootless")
+	u.addSubIDs()
+	u.openTun()
+	u.delegateCgroups()
+	const name = "e2e-rl" // short: the user's default state dir is long, and socket paths are limited
+	kctx := "kubernix-" + name
+	state := filepath.Join(u.home, ".local", "share", "kubernix", name)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	t.Cleanup(func() {
+		if out, code := u.kubernix(context.Background(), "down", "--name", name); code != 0 {
+			t.Logf("cleanup down exited %d:\n%s", code, out)
+		}
+	})
+
+	out, code := u.kubernix(ctx, "up", "--detach", "--name", name, "--cidr", "10.205.0.0/16")
+	if code != 0 {
+		log, _ := os.ReadFile(filepath.Join(state, "logs", "supervisor", "supervisor.log"))
+		t.Fatalf("up --detach as %s exited %d:\n%s\nsupervisor log:\n%s", u.name, code, out, log)
+	}
+	t.Logf("up:\n%s", out)
+
+	t.Run("runs as the user", func(t *testing.T) {
+		for _, comp := range []string{"control-plane/kube-apiserver", "control-plane/etcd", name + "-node-0/kubelet", name + "-node-0/containerd", "supervisor/kubernix"} {
+			b, err := os.ReadFile(filepath.Join(state, "run", comp, "pid"))
+			if err != nil {
+				t.Errorf("%s: %v", comp, err)
+				continue
+			}
+			st, err := os.Stat(filepath.Join("/proc", strings.TrimSpace(string(b))))
+			if err != nil {
+				t.Errorf("%s (pid %s) not running: %v", comp, strings.TrimSpace(string(b)), err)
+				continue
+			}
+			if uid := st.Sys().(*syscall.Stat_t).Uid; int(uid) != u.uid {
+				t.Errorf("%s runs as uid %d, want the user's %d", comp, uid, u.uid)
+			}
+		}
+	})
+
+	t.Run("kubectl on the host through the merged context", func(t *testing.T) {
+		server := u.mustKubectl(ctx, kctx, "config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}")
+		if !strings.HasPrefix(server, "https://127.0.0.1:") {
+			t.Errorf("context %s points at %q, want https://127.0.0.1:<port>", kctx, server)
+		}
+		out := u.mustKubectl(ctx, kctx, "get", "nodes", "-o", "jsonpath={range .items[*]}{.metadata.name} {.status.conditions[?(@.type==\"Ready\")].status}{\"\\n\"}{end}")
+		if strings.TrimSpace(out) != name+"-node-0 True" {
+			t.Fatalf("nodes = %q, want one Ready node %s-node-0", out, name)
+		}
+	})
+
+	t.Run("pod reached with kubectl exec", func(t *testing.T) {
+		manifest := filepath.Join(u.home, "pod.yaml")
+		err := os.WriteFile(manifest, []byte(`apiVersion: v1
+kind: Pod
+metadata: {name: agnhost, namespace: default}
+spec:
+  containers:
+    - name: agnhost
+      image: `+agnhost+`
+      imagePullPolicy: Never
+      args: ["pause"]
+      resources:
+        limits: {cpu: 100m, memory: 64Mi}
+`), 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.mustKubectl(ctx, kctx, "apply", "-f", manifest)
+		u.mustKubectl(ctx, kctx, "wait", "--for=condition=Ready", "pod/agnhost", "--timeout=120s")
+		out := u.mustKubectl(ctx, kctx, "exec", "agnhost", "--", "cat", "/etc/hostname")
+		if strings.TrimSpace(out) != "agnhost" {
+			t.Errorf("exec cat /etc/hostname = %q, want agnhost", out)
+		}
+		// The memory limit reached the pod's cgroup below the delegated subtree.
+		matches, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/memory", u.cgroupParent(), name+"-node-0", "kubepods", "pod*", "memory.limit_in_bytes"))
+		found := false
+		for _, m := range matches {
+			if b, err := os.ReadFile(m); err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(64<<20) {
+				found = true
+			}
+		}
+		if _, err := os.Stat("/sys/fs/cgroup/memory"); err == nil && !found { // cgroup v1 memory hierarchy
+			t.Errorf("no pod cgroup with a 64Mi memory limit under the delegated subtree (%v)", matches)
+		}
+	})
+
+	// Without the runtime wrapper, runc fails both: a new proc for a pid
+	// namespace the user namespace does not own, and setns into the
+	// host's pid and uts namespaces, are refused.
+	t.Run("hostPID and hostNetwork pods", func(t *testing.T) {
+		manifest := filepath.Join(u.home, "host.yaml")
+		err := os.WriteFile(manifest, []byte(`apiVersion: v1
+kind: Pod
+metadata: {name: hostpid, namespace: default}
+spec:
+  hostPID: true
+  containers: [{name: c, image: `+agnhost+`, imagePullPolicy: Never, args: ["pause"]}]
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: hostnet, namespace: default}
+spec:
+  hostNetwork: true
+  containers: [{name: c, image: `+agnhost+`, imagePullPolicy: Never, args: ["pause"]}]
+`), 0o644)
+		if err != nil {
+			t.Fatal(err)
+		}
+		u.mustKubectl(ctx, kctx, "apply", "-f", manifest)
+		u.mustKubectl(ctx, kctx, "wait", "--for=condition=Ready", "pod/hostpid", "pod/hostnet", "--timeout=120s")
+		// hostPID: the supervisor (a process of rootlesskit's pid
+		// namespace, the host's) is visible.
+		sup, err := os.ReadFile(filepath.Join(state, "run", "supervisor", "kubernix", "pid"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := u.kubectl(ctx, kctx, "exec", "hostpid", "--", "test", "-d", "/proc/"+strings.TrimSpace(string(sup))); err != nil {
+			t.Errorf("hostPID pod does not see the supervisor's pid %s: %v", strings.TrimSpace(string(sup)), err)
+		}
+		out := u.mustKubectl(ctx, kctx, "exec", "hostnet", "--", "cat", "/proc/net/dev")
+		if !strings.Contains(out, "tap0") {
+			t.Errorf("hostNetwork pod does not see the namespace's tap0:\n%s", out)
+		}
+	})
+
+	t.Run("status as the user", func(t *testing.T) {
+		if out, code := u.kubernix(ctx, "status", "--name", name); code != 0 {
+			t.Errorf("status exited %d:\n%s", code, out)
+		}
+	})
+
+	downStart := time.Now()
+	out, code = u.kubernix(ctx, "down", "--name", name)
+	if code != 0 {
+		t.Fatalf("down as %s exited %d:\n%s", u.name, code, out)
+	}
+	t.Logf("down took %s:\n%s", time.Since(downStart), out)
+
+	var left []string
+	left = append(left, u.processes()...)
+	for _, cg := range u.childCgroups() {
+		left = append(left, "cgroup "+cg)
+	}
+	if b, err := os.ReadFile(filepath.Join(u.home, ".kube", "config")); err == nil && strings.Contains(string(b), kctx) {
+		left = append(left, "kubeconfig context "+kctx+" in ~/.kube/config")
+	}
+	h := hash8(name)
+	links, _ := exec.Command("ip", "-o", "link", "show").Output()
+	for _, line := range strings.Split(string(links), "\n") {
+		if strings.Contains(line, "kx-"+h) || strings.Contains(line, "kc-"+h) {
+			left = append(left, "link: "+line)
+		}
+	}
+	routes, _ := exec.Command("ip", "route", "show", "table", "all").Output()
+	for _, line := range strings.Split(string(routes), "\n") {
+		if strings.Contains(line, "10.205.") {
+			left = append(left, "route: "+line)
+		}
+	}
+	mounts, _ := os.ReadFile("/proc/self/mountinfo")
+	for _, line := range strings.Split(string(mounts), "\n") {
+		if strings.Contains(line, state) {
+			left = append(left, "mount: "+line)
+		}
+	}
+	if len(left) > 0 {
+		t.Fatalf("down left behind:\n%s", strings.Join(left, "\n"))
+	}
+}
