@@ -62,7 +62,11 @@ func (c *Config) Validate() error {
 	if len(errs) == 0 {
 		return nil
 	}
-	return fmt.Errorf("%w (%d problems):\n%w", ErrInvalid, len(errs), errors.Join(errs...))
+	noun := "problems"
+	if len(errs) == 1 {
+		noun = "problem"
+	}
+	return fmt.Errorf("%w (%d %s):\n%w", ErrInvalid, len(errs), noun, errors.Join(errs...))
 }
 
 func (c *Config) validateNetwork() []error {
