@@ -22,6 +22,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/containerd"
 	"github.com/kubernix/kubernix/pkg/host"
+	"github.com/kubernix/kubernix/pkg/images"
 	"github.com/kubernix/kubernix/pkg/network"
 	"github.com/kubernix/kubernix/pkg/node"
 	"github.com/kubernix/kubernix/pkg/process"
@@ -34,6 +35,9 @@ func SandboxImage() string { return "registry.k8s.io/pause:" + assets.Version("P
 
 // Image labels kubernix sets on the images it imports.
 const (
+	// LabelBuiltinID records the config digest of the built-in image
+	// tarball an image was imported from.
+	LabelBuiltinID = "io.kubernix.builtin-id"
 	// LabelSource records the file an image was imported from.
 	LabelSource = "io.kubernix.source"
 )
@@ -275,7 +279,10 @@ func (c *Cluster) writeRuntimeWrapper() error {
 	return os.Chmod(path, 0o755)
 }
 
-// importBuiltins imports the built-in image tarballs, pinned.
+// importBuiltins imports the built-in image tarballs, pinned. An image
+// already in the node's store from the same tarball (its config digest
+// recorded in LabelBuiltinID) is not imported again, so a warm up or a
+// containerd restart skips the work.
 func (c *Cluster) importBuiltins(ctx context.Context, socket string) error {
 	tars, err := filepath.Glob(filepath.Join(c.Plan.ImagesDir, "*.tar"))
 	if err != nil {
@@ -285,10 +292,25 @@ func (c *Cluster) importBuiltins(ctx context.Context, socket string) error {
 		return fmt.Errorf("no built-in images in %s: run `make images`", c.Plan.ImagesDir)
 	}
 	sort.Strings(tars)
+	have := map[string]string{} // ref -> built-in ID label
+	present, err := containerd.List(ctx, socket)
+	if err != nil {
+		return err
+	}
+	for _, img := range present {
+		have[img.Ref] = img.Labels[LabelBuiltinID]
+	}
 	for _, t := range tars {
-		imgs, err := containerd.Import(ctx, socket, t, containerd.ImportOptions{
-			Labels: map[string]string{containerd.LabelPinned: "pinned", LabelSource: "builtin:" + filepath.Base(t)},
-		})
+		info, err := images.Inspect(t)
+		if err == nil && len(info.Tags) > 0 && allHave(have, info.Tags, info.ID) {
+			c.Log.Debug("built-in image already imported", "file", t, "id", info.ID)
+			continue
+		}
+		labels := map[string]string{containerd.LabelPinned: "pinned", LabelSource: "builtin:" + filepath.Base(t)}
+		if err == nil {
+			labels[LabelBuiltinID] = info.ID
+		}
+		imgs, err := containerd.Import(ctx, socket, t, containerd.ImportOptions{Labels: labels})
 		if err != nil {
 			return err
 		}
@@ -297,6 +319,16 @@ func (c *Cluster) importBuiltins(ctx context.Context, socket string) error {
 		}
 	}
 	return nil
+}
+
+// allHave reports whether every ref is present with built-in ID id.
+func allHave(have map[string]string, refs []string, id string) bool {
+	for _, r := range refs {
+		if have[r] != id {
+			return false
+		}
+	}
+	return true
 }
 
 func (c *Cluster) kubeletSpec(nd *node.Node) kubelet.Spec {
