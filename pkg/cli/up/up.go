@@ -246,6 +246,18 @@ func detach(ctx context.Context, env *common.Env, cfg config.Config, f *flags) e
 	defer r.Close()
 	exited := make(chan error, 1)
 	go func() { exited <- child.Wait() }()
+	// Interrupted before Ready (Ctrl-C, SIGTERM): the supervisor is asked to
+	// abort, which undoes what it started and reports the error below.
+	handedOver := make(chan struct{})
+	defer close(handedOver)
+	go func() {
+		select {
+		case <-ctx.Done():
+			common.Fprintf(env.Streams.Err, "interrupted: stopping the supervisor (pid %d), which removes what it started\n", child.Process.Pid)
+			_ = child.Process.Signal(syscall.SIGTERM)
+		case <-handedOver:
+		}
+	}()
 	sc := bufio.NewScanner(r)
 	for sc.Scan() {
 		line := sc.Text()
