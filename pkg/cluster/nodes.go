@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/kubernix/kubernix/internal/atomicfile"
 	"os"
 	"path/filepath"
 	"sort"
@@ -455,14 +456,10 @@ func (c *Cluster) kubeProxy(nd *node.Node) component.Component {
 	}
 }
 
-// writeFile writes data to path (0644), creating its directory.
+// writeFile writes data to path (0644) atomically, creating its directory.
 func writeFile(path string, data []byte) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
+	return atomicfile.Write(path, data, 0o644)
 }

@@ -58,30 +58,7 @@ func TestNodeFilesGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			names := make([]string, 0, len(files))
-			for n := range files {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			for _, name := range names {
-				got := Placeholders(files[name], self, "$KUBERNIX")
-				golden := filepath.Join("testdata", "node-"+string(rune('0'+idx)), name)
-				if *update {
-					if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-						t.Fatal(err)
-					}
-					if err := os.WriteFile(golden, got, 0o644); err != nil {
-						t.Fatal(err)
-					}
-				}
-				want, err := os.ReadFile(golden)
-				if err != nil {
-					t.Fatalf("%v (run with -update to create it)", err)
-				}
-				if string(got) != string(want) {
-					t.Errorf("%s differs from %s (run with -update if intended):\n%s", name, golden, got)
-				}
-			}
+			checkGolden(t, filepath.Join("testdata", "node-"+string(rune('0'+idx))), files, self)
 			var m map[string]any
 			if err := toml.Unmarshal(files["containerd.toml"], &m); err != nil {
 				t.Errorf("containerd.toml does not parse: %v", err)
@@ -145,5 +122,35 @@ func TestPerNodeValues(t *testing.T) {
 				t.Errorf("service CIDR routed via %s, want node 0", np.ServiceVia)
 			}
 		})
+	}
+}
+
+// checkGolden compares each rendered file, machine paths replaced, with
+// dir/<name>; -update rewrites them.
+func checkGolden(t *testing.T, dir string, files map[string][]byte, self string) {
+	t.Helper()
+	names := make([]string, 0, len(files))
+	for n := range files {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		got := Placeholders(files[name], self, "$KUBERNIX")
+		golden := filepath.Join(dir, name)
+		if *update {
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(golden, got, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatalf("%v (run with -update to create it)", err)
+		}
+		if string(got) != string(want) {
+			t.Errorf("%s differs from %s (run with -update if intended):\n%s", name, golden, got)
+		}
 	}
 }

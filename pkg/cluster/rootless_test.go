@@ -4,7 +4,6 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
@@ -58,30 +57,7 @@ func TestRootlessNodeFilesGolden(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	names := make([]string, 0, len(files))
-	for n := range files {
-		names = append(names, n)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		got := Placeholders(files[name], self, "$KUBERNIX")
-		golden := filepath.Join("testdata", "rootless-node-0", name)
-		if *update {
-			if err := os.MkdirAll(filepath.Dir(golden), 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(golden, got, 0o644); err != nil {
-				t.Fatal(err)
-			}
-		}
-		want, err := os.ReadFile(golden)
-		if err != nil {
-			t.Fatalf("%v (run with -update to create it)", err)
-		}
-		if string(got) != string(want) {
-			t.Errorf("%s differs from %s (run with -update if intended):\n%s", name, golden, got)
-		}
-	}
+	checkGolden(t, filepath.Join("testdata", "rootless-node-0"), files, self)
 	var ctrd struct {
 		Plugins map[string]map[string]any `toml:"plugins"`
 	}

@@ -2,6 +2,7 @@ package pki
 
 import (
 	"fmt"
+	"github.com/kubernix/kubernix/internal/atomicfile"
 	"os"
 	"path/filepath"
 )
@@ -21,34 +22,11 @@ func (w *writer) write(path string, data []byte, mode os.FileMode) error {
 	return nil
 }
 
-// writeFileAtomic writes data to a temporary file next to path and renames
-// it over path, so readers see either the old or the new content.
-func writeFileAtomic(path string, data []byte, mode os.FileMode) (err error) {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, dirMode); err != nil {
+// writeFileAtomic creates path's directory if needed and replaces path
+// atomically (see atomicfile.Write).
+func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
+	if err := os.MkdirAll(filepath.Dir(path), dirMode); err != nil {
 		return err
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(f.Name())
-		}
-	}()
-	if err := f.Chmod(mode); err != nil {
-		return err
-	}
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(f.Name(), path)
+	return atomicfile.Write(path, data, mode)
 }

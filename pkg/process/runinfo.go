@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/kubernix/kubernix/internal/atomicfile"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -155,23 +156,10 @@ func writeRun(runDir string, info RunInfo) error {
 	return writeFileAtomic(pidPath(runDir), []byte(strconv.Itoa(info.PID)+"\n"))
 }
 
-// writeFileAtomic replaces path by a file with data and mode 0644 via a
-// rename, so readers see the old or the new content, never a part.
+// writeFileAtomic replaces path by a file with data and mode 0644, so
+// readers see the old or the new content, never a part.
 func writeFileAtomic(path string, data []byte) error {
-	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
-	if err != nil {
-		return err
-	}
-	_, err = f.Write(data)
-	err = errors.Join(err, f.Chmod(0o644), f.Close())
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-		return err
-	}
-	return nil
+	return atomicfile.Write(path, data, 0o644)
 }
 
 // removeFile removes path; a missing file is not an error.

@@ -34,16 +34,7 @@ type env struct {
 // a cluster named name on cidr, with its state and kubeconfig in temp dirs.
 func newEnv(t *testing.T, name, cidr string, extra ...string) *env {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: skipped with -short")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("integration test: needs root to start a cluster (run `make test` as root)")
-	}
-	binDir := os.Getenv("KUBERNIX_BIN_DIR")
-	if binDir == "" {
-		t.Skip("integration test: KUBERNIX_BIN_DIR is not set (`make test` sets it after building the binaries)")
-	}
+	binDir := requireIntegration(t, "start a cluster")
 	for _, b := range []string{"kubernix", "kubectl", "kube-apiserver", "containerd"} {
 		if _, err := os.Stat(filepath.Join(binDir, b)); err != nil {
 			t.Fatalf("KUBERNIX_BIN_DIR=%s lacks %s: run `make bins build images`", binDir, b)
@@ -219,4 +210,23 @@ func (e *env) leftovers(nodes []string, hostKubeChains bool) []string {
 		}
 	}
 	return out
+}
+
+// requireIntegration skips the test unless it may change the host: not
+// -short, running as root (the skip message says it is needed to what),
+// and KUBERNIX_BIN_DIR set. It
+// returns the bin dir.
+func requireIntegration(t *testing.T, what string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("integration test: skipped with -short")
+	}
+	if os.Geteuid() != 0 {
+		t.Skipf("integration test: needs root to %s (run `make test` as root)", what)
+	}
+	binDir := os.Getenv("KUBERNIX_BIN_DIR")
+	if binDir == "" {
+		t.Skip("integration test: KUBERNIX_BIN_DIR is not set (`make test` sets it after building the binaries)")
+	}
+	return binDir
 }

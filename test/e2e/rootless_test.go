@@ -34,16 +34,7 @@ type rootlessUser struct {
 // end (t.Cleanup), also on failure.
 func newRootlessUser(t *testing.T, name string) *rootlessUser {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("integration test: skipped with -short")
-	}
-	if os.Geteuid() != 0 {
-		t.Skip("integration test: needs root to create a user and prepare the host (run `make test` as root)")
-	}
-	binDir := os.Getenv("KUBERNIX_BIN_DIR")
-	if binDir == "" {
-		t.Skip("integration test: KUBERNIX_BIN_DIR is not set (`make test` sets it after building the binaries)")
-	}
+	binDir := requireIntegration(t, "create a user and prepare the host")
 	for _, b := range []string{"rootlesskit", "slirp4netns", "newuidmap", "newgidmap", "useradd", "userdel"} {
 		if _, err := exec.LookPath(b); err != nil {
 			t.Skipf("integration test: %s is not installed (Debian: apt-get install rootlesskit slirp4netns uidmap)", b)
