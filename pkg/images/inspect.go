@@ -42,8 +42,11 @@ func Inspect(p string) (Info, error) {
 	return Info{Tags: m[0].RepoTags, ID: m[0].Config, Size: fi.Size()}, nil
 }
 
-// UpToDate reports whether out holds b (tagged b.Ref) and is newer than every
-// input of b (see Builtin.Inputs), so that Build can be skipped. A missing
+// UpToDate reports whether out holds b (tagged b.Ref) and is not older than
+// any input of b (see Builtin.Inputs), so that Build can be skipped. Equal
+// times count as up to date, as in make: file times come from the kernel's
+// coarse clock, so an output written right after its inputs often carries
+// the same time. A missing
 // out or input gives false and no error, leaving Build to report it; other
 // errors are returned.
 func UpToDate(b Builtin, binDir, out string) (bool, error) {
@@ -62,7 +65,7 @@ func UpToDate(b Builtin, binDir, out string) (bool, error) {
 		if err != nil {
 			return false, err
 		}
-		if !outInfo.ModTime().After(fi.ModTime()) {
+		if outInfo.ModTime().Before(fi.ModTime()) {
 			return false, nil
 		}
 	}
