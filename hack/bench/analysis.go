@@ -40,8 +40,8 @@ func Summarize(xs []float64) Stat {
 	return Stat{N: n, Median: med, Min: s[0], Max: s[n-1]}
 }
 
-// PhaseStep is one phase's share of the critical path: its slowest
-// component and that component's own start-to-ready time.
+// PhaseStep is one component on the critical path, with its phase and its
+// own start-to-ready time.
 type PhaseStep struct {
 	Phase     string  `json:"phase"`
 	Component string  `json:"component"`
@@ -52,32 +52,81 @@ type PhaseStep struct {
 }
 
 // CriticalPath is the least time a boot with these components could take if
-// nothing ran outside them: Prepare (network, PKI, kubeconfigs) plus, per
-// phase, the elapsed time of its slowest component (phases run one after
-// the other, components within a phase in parallel).
+// nothing ran outside them: Prepare (network, PKI, kubeconfigs) plus the
+// longest chain of components each needing the one before, a component
+// weighing its own start-to-ready time. A component's needs are those the
+// supervisor recorded (component.Timing.Needs), or without a record every
+// component of the earlier phases: then the chain is, per phase, its
+// slowest component.
 type CriticalPath struct {
 	PrepareSeconds float64     `json:"prepare_seconds"`
-	Steps          []PhaseStep `json:"steps"`
+	Steps          []PhaseStep `json:"steps"` // the chain, in boot order
 	TotalSeconds   float64     `json:"total_seconds"`
 }
 
-// CriticalPathOf computes the CriticalPath of t. Phases come in boot order
-// (component.Phases), any unknown phase name after them in name order;
-// components that failed count like the others.
+// CriticalPathOf computes the CriticalPath of t. Unknown phase names rank
+// after the known ones (component.Phases), in name order; components that
+// failed count like the others, and needs naming no component are ignored.
 func CriticalPathOf(t Timings) CriticalPath {
 	cp := CriticalPath{PrepareSeconds: t.Prepare.Seconds(), TotalSeconds: t.Prepare.Seconds()}
-	slowest := map[string]component.Timing{}
+	rank := phaseRank()
+	byName := map[string]component.Timing{}
 	for _, c := range t.Components {
-		if cur, ok := slowest[c.Phase]; !ok || c.Elapsed > cur.Elapsed {
-			slowest[c.Phase] = c
+		byName[c.Name] = c
+	}
+	needs := func(c component.Timing) []string {
+		if c.Needs != nil {
+			return c.Needs
+		}
+		var out []string
+		for _, d := range t.Components {
+			if rank(d.Phase) < rank(c.Phase) {
+				out = append(out, d.Name)
+			}
+		}
+		return out
+	}
+	// finish[name]: the longest chain ending with name; prev: its previous
+	// link. Needs form no cycle (the registry refuses one), but a
+	// hand-made file might: a name being visited counts as no chain.
+	finish := map[string]float64{}
+	prev := map[string]string{}
+	visiting := map[string]bool{}
+	var visit func(name string) float64
+	visit = func(name string) float64 {
+		if f, ok := finish[name]; ok {
+			return f
+		}
+		c, ok := byName[name]
+		if !ok || visiting[name] {
+			return 0
+		}
+		visiting[name] = true
+		best := 0.0
+		for _, n := range needs(c) {
+			if _, ok := byName[n]; !ok {
+				continue
+			}
+			if f := visit(n); prev[name] == "" || f > best {
+				best, prev[name] = f, n
+			}
+		}
+		visiting[name] = false
+		finish[name] = best + c.Elapsed.Seconds()
+		return finish[name]
+	}
+	last, longest := "", -1.0
+	for _, c := range t.Components {
+		if f := visit(c.Name); f > longest {
+			last, longest = c.Name, f
 		}
 	}
-	for _, ph := range phaseOrder(slowest) {
-		c := slowest[ph]
-		step := PhaseStep{Phase: ph, Component: c.Name, Seconds: c.Elapsed.Seconds(), PhaseWallSeconds: t.Phases[ph].Seconds()}
-		cp.Steps = append(cp.Steps, step)
-		cp.TotalSeconds += step.Seconds
+	for name := last; name != ""; name = prev[name] {
+		c := byName[name]
+		cp.Steps = append(cp.Steps, PhaseStep{Phase: c.Phase, Component: c.Name, Seconds: c.Elapsed.Seconds(), PhaseWallSeconds: t.Phases[c.Phase].Seconds()})
+		cp.TotalSeconds += c.Elapsed.Seconds()
 	}
+	slices.Reverse(cp.Steps)
 	return cp
 }
 

@@ -5,7 +5,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
+
+	"github.com/kubernix/kubernix/pkg/component"
 )
 
 // near reports whether a and b agree to within 1e-9.
@@ -166,5 +170,30 @@ func TestMarginalRSS(t *testing.T) {
 	}
 	if f := marginalRSS(runs[:3]); f != nil {
 		t.Errorf("one size: %+v, want nil", f)
+	}
+}
+
+func TestCriticalPathFollowsNeeds(t *testing.T) {
+	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+	tm := Timings{Prepare: sec(0.5), Components: []component.Timing{
+		{Name: "etcd", Phase: "Infrastructure", Elapsed: sec(1)},
+		{Name: "kube-apiserver", Phase: "ControlPlane", Needs: []string{"etcd"}, Elapsed: sec(3)},
+		{Name: "kube-scheduler", Phase: "Controller", Needs: []string{"kube-apiserver"}, Elapsed: sec(0.5)},
+		// No needs: it boots alongside etcd and the apiserver.
+		{Name: "containerd@n", Phase: "Controller", Needs: []string{}, Elapsed: sec(5)},
+		{Name: "kubelet@n", Phase: "NodeAgent", Needs: []string{"kube-apiserver", "containerd@n", "gone"}, Elapsed: sec(2)},
+		// Default needs: every component of the earlier phases.
+		{Name: "coredns", Phase: "Addons", Elapsed: sec(1)},
+	}}
+	cp := CriticalPathOf(tm)
+	var chain []string
+	for _, st := range cp.Steps {
+		chain = append(chain, st.Component)
+	}
+	if want := []string{"containerd@n", "kubelet@n", "coredns"}; !slices.Equal(chain, want) {
+		t.Errorf("chain %v, want %v", chain, want)
+	}
+	if !near(cp.TotalSeconds, 0.5+5+2+1) {
+		t.Errorf("total %v, want 8.5", cp.TotalSeconds)
 	}
 }

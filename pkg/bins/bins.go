@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/kubernix/kubernix/internal/atomicfile"
 )
 
 // ErrNotFound is returned (wrapped) by Finder.Find for a binary found nowhere.
@@ -84,6 +86,37 @@ func (f *Finder) Find(name string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%w: %s (looked in %s)", ErrNotFound, name, f.Where())
+}
+
+// VersionCache is where CachedVersion records versions: in /run, so a
+// reboot clears it.
+const VersionCache = "/run/kubernix/versions"
+
+// CachedVersion is Version, remembered in dir per binary: a binary whose
+// path, size, mtime and args match the record is not run again. Starting
+// the big Kubernetes binaries to ask their version takes a noticeable part
+// of a second each, on every `up`. Failures are not recorded; a record
+// that cannot be written is skipped silently.
+func CachedVersion(ctx context.Context, dir, path string, args ...string) (string, error) {
+	st, err := os.Stat(path)
+	if err != nil {
+		return "", err
+	}
+	key := fmt.Sprintf("%s %d %d %q", path, st.Size(), st.ModTime().UnixNano(), args)
+	file := filepath.Join(dir, strings.ReplaceAll(strings.Trim(path, "/"), "/", "_"))
+	if b, err := os.ReadFile(file); err == nil {
+		if k, v, ok := strings.Cut(string(b), "\n"); ok && k == key {
+			return v, nil
+		}
+	}
+	v, err := Version(ctx, path, args...)
+	if err != nil {
+		return "", err
+	}
+	if os.MkdirAll(dir, 0o755) == nil {
+		_ = atomicfile.Write(file, []byte(key+"\n"+v), 0o644)
+	}
+	return v, nil
 }
 
 // Version runs path with args and returns its output (stdout, else

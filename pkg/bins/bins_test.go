@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 func writeExe(t *testing.T, dir, name, script string) string {
@@ -81,6 +82,50 @@ func TestVersion(t *testing.T) {
 				t.Errorf("Version = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestCachedVersion(t *testing.T) {
+	dir, cache := t.TempDir(), t.TempDir()
+	p := writeExe(t, dir, "tool", "echo v1")
+	at := time.Now().Add(-time.Hour).Truncate(time.Second)
+	if err := os.Chtimes(p, at, at); err != nil {
+		t.Fatal(err)
+	}
+	rewrite := func(script string, mtime time.Time) {
+		t.Helper()
+		if err := os.WriteFile(p, []byte("#!/bin/sh\n"+script+"\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chtimes(p, mtime, mtime); err != nil {
+			t.Fatal(err)
+		}
+	}
+	steps := []struct {
+		name   string
+		change func()
+		args   []string
+		want   string
+	}{
+		{"first run", func() {}, nil, "v1"},
+		{"same size and mtime: recorded", func() { rewrite("echo v2", at) }, nil, "v1"},
+		{"other args: run", func() {}, []string{"--version"}, "v2"},
+		{"new mtime: run", func() { rewrite("echo v3", at.Add(time.Second)) }, nil, "v3"},
+		{"failure not recorded", func() { rewrite("exit 1", at.Add(2*time.Second)) }, nil, ""},
+		{"fixed again", func() { rewrite("echo v4", at.Add(2*time.Second)) }, nil, "v4"},
+	}
+	for _, s := range steps {
+		s.change()
+		got, err := CachedVersion(context.Background(), cache, p, s.args...)
+		if s.want == "" {
+			if err == nil {
+				t.Errorf("%s: no error", s.name)
+			}
+			continue
+		}
+		if err != nil || got != s.want {
+			t.Errorf("%s: %q, %v; want %q", s.name, got, err, s.want)
+		}
 	}
 }
 

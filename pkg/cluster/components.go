@@ -115,12 +115,13 @@ func (c *Cluster) controlPlane() ([]component.Component, error) {
 			Command: c.cmd(scope, "etcd", etcd.Command(etcdSpec)),
 			Probe:   process.HTTPGet(etcdSpec.ClientURL()+"/health", etcdTLS),
 		},
-		&components.Proc{
+		// Only etcd: not the node sandboxes of the same phase.
+		component.WithNeeds(&components.Proc{
 			ComponentName: "kube-apiserver", ComponentPhase: component.ControlPlane, Log: c.Log,
 			Command:   c.cmd(scope, "kube-apiserver", apiserver.Command(apiSpec)),
 			Probe:     process.HTTPGet(apiSpec.URL()+"/readyz", adminTLS),
 			StopGrace: 0, // default; Stop re-sends SIGTERM half-way, which ends a stuck apiserver
-		},
+		}, "etcd"),
 		&components.Proc{
 			ComponentName: "kube-controller-manager", ComponentPhase: component.Controller, Log: c.Log,
 			Command: c.cmd(scope, "kube-controller-manager", controllermanager.Command(cmSpec)),

@@ -77,6 +77,7 @@ func Cleanup(ctx context.Context, plan *Plan, log *slog.Logger) error {
 			}
 		}
 	}
+	add(os.RemoveAll(plan.Paths.ImageCache()))
 	for _, nd := range plan.Nodes {
 		add(killOrphans(plan, nd.Name))
 		if err := os.Remove(FailedFile(plan.Paths, nd.Name)); err != nil && !errors.Is(err, os.ErrNotExist) {

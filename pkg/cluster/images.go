@@ -28,10 +28,12 @@ func (c *Cluster) imageFolder() (*imagefolder.Folder, error) {
 	}
 	var nodes []imagefolder.Node
 	for _, nd := range c.Plan.Nodes {
-		nodes = append(nodes, imagefolder.Node{Name: nd.Name, Socket: c.Plan.Paths.Node(nd.Name).ContainerdSocket()})
+		t := c.containerdTarget(nd)
+		nodes = append(nodes, imagefolder.Node{Name: nd.Name, Socket: t.Socket, Root: t.Root})
 	}
 	f, err := imagefolder.New(imagefolder.Options{
 		Dir: c.Plan.Paths.Images(), RecordFile: c.Plan.Paths.ImagesRecord(), Nodes: nodes, Log: c.Log,
+		Runtime: imagefolder.Containerd{Importer: c.importer},
 	})
 	if err != nil {
 		return nil, err

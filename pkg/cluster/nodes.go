@@ -46,12 +46,26 @@ const (
 // nodeComponents returns the sandbox (container executor), containerd,
 // kubelet and kube-proxy of one node.
 func (c *Cluster) nodeComponents(nd *node.Node) ([]component.Component, error) {
-	var out []component.Component
+	// Each node agent needs its node and the apiserver, not the whole
+	// earlier phases: containerd boots (and imports the built-in images)
+	// while etcd and the apiserver do, and the kubelet registers while the
+	// controller-manager and scheduler start.
+	var (
+		comps   []component.Component
+		sandbox []string // the node's sandbox component, if it has one
+	)
 	if ctr, ok := nd.Exec.(*node.Container); ok {
-		out = append(out, c.sandbox(nd, ctr))
+		sb := c.sandbox(nd, ctr)
+		comps = append(comps, sb)
+		sandbox = []string{sb.Name()}
 	}
-	out = append(out, c.containerd(nd), c.captured(nd, c.kubelet(nd)), c.captured(nd, c.kubeProxy(nd)))
-	return out, nil
+	ctrd := c.containerd(nd)
+	comps = append(comps,
+		component.WithNeeds(ctrd, sandbox...),
+		component.WithNeeds(c.captured(nd, c.kubelet(nd)), "kube-apiserver", ctrd.Name()),
+		component.WithNeeds(c.captured(nd, c.kubeProxy(nd)), append([]string{"kube-apiserver"}, sandbox...)...),
+	)
+	return comps, nil
 }
 
 // captured wraps a node agent so the cluster keeps its Stoppable: when the
@@ -68,6 +82,9 @@ type capturedComponent struct {
 	component.Component
 	keep func(component.Stoppable)
 }
+
+// Unwrap returns the node agent (component.Unwrap).
+func (cc *capturedComponent) Unwrap() component.Component { return cc.Component }
 
 func (cc *capturedComponent) Start(ctx context.Context) (component.Stoppable, error) {
 	s, err := cc.Component.Start(ctx)
@@ -241,7 +258,7 @@ func (c *Cluster) containerd(nd *node.Node) component.Component {
 			return err
 		},
 		AfterReady: func(ctx context.Context) error {
-			if err := c.importBuiltins(ctx, socket); err != nil {
+			if err := c.importBuiltins(ctx, nd); err != nil {
 				return err
 			}
 			return c.syncImagesFolder(ctx, nd)
@@ -284,7 +301,9 @@ func (c *Cluster) writeRuntimeWrapper() error {
 // already in the node's store from the same tarball (its config digest
 // recorded in LabelBuiltinID) is not imported again, so a warm up or a
 // containerd restart skips the work.
-func (c *Cluster) importBuiltins(ctx context.Context, socket string) error {
+func (c *Cluster) importBuiltins(ctx context.Context, nd *node.Node) error {
+	target := c.containerdTarget(nd)
+	socket := target.Socket
 	tars, err := filepath.Glob(filepath.Join(c.Plan.ImagesDir, "*.tar"))
 	if err != nil {
 		return err
@@ -311,7 +330,7 @@ func (c *Cluster) importBuiltins(ctx context.Context, socket string) error {
 		if err == nil {
 			labels[LabelBuiltinID] = info.ID
 		}
-		imgs, err := containerd.Import(ctx, socket, t, containerd.ImportOptions{Labels: labels})
+		imgs, err := c.importer.Import(ctx, target, t, containerd.ImportOptions{Labels: labels})
 		if err != nil {
 			return err
 		}
@@ -320,6 +339,13 @@ func (c *Cluster) importBuiltins(ctx context.Context, socket string) error {
 		}
 	}
 	return nil
+}
+
+// containerdTarget is how the supervisor reaches nd's containerd to import
+// images.
+func (c *Cluster) containerdTarget(nd *node.Node) containerd.Target {
+	np := c.Plan.Paths.Node(nd.Name)
+	return containerd.Target{Socket: np.ContainerdSocket(), Root: np.ContainerdRoot()}
 }
 
 // allHave reports whether every ref is present with built-in ID id.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/kubernix/kubernix/pkg/component"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/components/kubelet"
 	"github.com/kubernix/kubernix/pkg/components/kubeproxy"
@@ -45,10 +46,7 @@ func NodeFiles(plan *Plan, nd *node.Node) (map[string][]byte, error) {
 		return nil, err
 	}
 	for _, comp := range comps {
-		if cc, ok := comp.(*capturedComponent); ok {
-			comp = cc.Component
-		}
-		proc, ok := comp.(*components.Proc)
+		proc, ok := component.Unwrap(comp).(*components.Proc)
 		if !ok {
 			continue
 		}

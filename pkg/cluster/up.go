@@ -21,6 +21,7 @@ import (
 
 	"github.com/kubernix/kubernix/pkg/component"
 	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/containerd"
 	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/kubeconfig"
 	"github.com/kubernix/kubernix/pkg/network"
@@ -55,6 +56,9 @@ type Cluster struct {
 	registry   *component.Registry
 	timings    *timings
 	images     imagesFolder // images.go
+	// importer reads each image tarball once for all nodes (built-in
+	// images and the images folder's).
+	importer *containerd.Importer
 
 	mu     sync.Mutex
 	agents map[string][]component.Stoppable // node name -> kubelet, kube-proxy
@@ -154,6 +158,13 @@ func (c *Cluster) up(ctx context.Context) error {
 	if c.client, err = kubernetes.NewForConfig(c.restConfig); err != nil {
 		return err
 	}
+	// A killed `image load` may have left its store behind.
+	if err := os.RemoveAll(p.Paths.ImageCache()); err != nil {
+		return err
+	}
+	if c.importer, err = containerd.NewImporter(filepath.Join(p.Paths.ImageCache(), "supervisor")); err != nil {
+		return err
+	}
 	c.registry = component.NewRegistry(c.Log)
 	if err := c.register(c.registry); err != nil {
 		return err
@@ -244,6 +255,9 @@ func (c *Cluster) Down(ctx context.Context) error {
 	c.stopImageWatcher()
 	if c.registry != nil {
 		errs = append(errs, c.registry.Stop(ctx))
+	}
+	if c.importer != nil {
+		errs = append(errs, c.importer.Close())
 	}
 	errs = append(errs, Cleanup(ctx, c.Plan, c.Log))
 	c.progress("cluster %q down in %s\n", c.Plan.Cfg.Name, round(time.Since(begin)))

@@ -1,7 +1,9 @@
 // Package component defines what kubernix starts and in which order: a
-// Component has a Phase and, once started, a Stoppable handle. The Registry
-// starts phases in order, the components of a phase in parallel, and stops
-// whatever started in reverse order, also after a failure part-way.
+// Component has a Phase, may name the components it needs (Needer), and
+// once started has a Stoppable handle. The Registry starts phases in order
+// and the components of a phase in parallel, each component as soon as
+// what it needs is ready, and stops whatever started in reverse order,
+// also after a failure part-way.
 package component
 
 import (
@@ -10,29 +12,38 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 )
 
-// Phase orders the boot. Every component of a phase must be ready before
-// the next phase starts; components within a phase start in parallel.
+// Phase orders the boot. By default a component needs every component of
+// the earlier phases, and the components of one phase start in parallel; a
+// component that needs less says so (Needer), and starts as soon as that
+// is ready, so the boot follows the real dependencies:
 //
-//   - Infrastructure: etcd. Every other control-plane component stores its
-//     state through the apiserver, which cannot start without its datastore.
+//   - Infrastructure: etcd, and each node's sandbox (its namespaces, with
+//     the container executor). Every other control-plane component stores
+//     its state through the apiserver, which cannot start without its
+//     datastore.
 //   - ControlPlane: kube-apiserver. Controllers, nodes and addons all talk to
 //     it, and it needs only etcd.
 //   - Controller: kube-controller-manager, kube-scheduler, and each node's
-//     containerd. They need the apiserver (containerd does not, but it has
-//     no dependants before the kubelet and starting it here overlaps its
-//     boot with the controllers').
-//   - NodeAgent: each node's kubelet and kube-proxy. The kubelet needs its
-//     container runtime ready and registers with the apiserver; kube-proxy
-//     watches Services and EndpointSlices.
+//     containerd. The controllers need the apiserver. containerd needs only
+//     its node's sandbox: it boots, and imports the built-in images, while
+//     etcd and the apiserver do.
+//   - NodeAgent: each node's kubelet and kube-proxy. The kubelet needs the
+//     apiserver, where it registers, and its node's containerd, its
+//     container runtime; kube-proxy needs the apiserver, whose Services and
+//     EndpointSlices it watches, and its node's sandbox. Neither waits for
+//     the controller-manager or the scheduler.
 //   - Addons: CoreDNS and other workloads, which need Ready nodes, the
-//     scheduler and the controllers to run.
+//     scheduler and the controllers to run: every earlier component.
 //
-// Stopping reverses the order: in particular the apiserver stops before
-// etcd, since with its datastore gone it ignores SIGTERM for over a minute.
+// Stopping reverses the needs: a component stops once everything that
+// needs it has. In particular the apiserver stops before etcd, since with
+// its datastore gone it ignores SIGTERM for over a minute, and a node's
+// containerd before its sandbox.
 type Phase int
 
 // The phases, in boot order.
@@ -86,10 +97,47 @@ type Component interface {
 	Start(ctx context.Context) (Stoppable, error)
 }
 
+// Needer is implemented by a Component that needs other components than
+// the default, every component of the earlier phases: Needs names them,
+// of its own phase or earlier ones, and the component starts as soon as
+// those are ready. A node's kubelet, say, needs the apiserver and its own
+// node's containerd, not the scheduler.
+type Needer interface {
+	Needs() []string
+}
+
+// WithNeeds returns c as a Needer that needs the components named.
+func WithNeeds(c Component, needs ...string) Component { return &withNeeds{c, needs} }
+
+type withNeeds struct {
+	Component
+	needs []string
+}
+
+func (w *withNeeds) Needs() []string { return w.needs }
+
+// Unwrap returns the component WithNeeds wrapped.
+func (w *withNeeds) Unwrap() Component { return w.Component }
+
+// Unwrap returns the component c wraps, through every wrapper that has an
+// Unwrap() Component method (such as WithNeeds'), or c itself.
+func Unwrap(c Component) Component {
+	for {
+		u, ok := c.(interface{ Unwrap() Component })
+		if !ok {
+			return c
+		}
+		c = u.Unwrap()
+	}
+}
+
 // Timing records when a component was started and when it became ready.
 type Timing struct {
-	Name    string        `json:"name"`
-	Phase   string        `json:"phase"`
+	Name  string `json:"name"`
+	Phase string `json:"phase"`
+	// Needs are the components it waited for (see Needer), sorted; empty
+	// (not nil) when none.
+	Needs   []string      `json:"needs"`
 	Started time.Time     `json:"started"`
 	Ready   time.Time     `json:"ready"`
 	Elapsed time.Duration `json:"elapsed_ns"`
@@ -115,7 +163,7 @@ type Registry struct {
 
 type started struct {
 	name  string
-	phase Phase
+	needs []string
 	stop  Stoppable
 }
 
@@ -158,59 +206,69 @@ func (r *Registry) Components(p Phase) []Component {
 	return out
 }
 
-// Start starts every phase in order, the components within a phase in
-// parallel, each phase only after the previous one is ready. On the first
-// failure it cancels the rest of that phase, waits for it, and returns the
-// error(s) joined; what did start stays registered for Stop. obs may be nil.
+// Start starts the components, each once everything it needs is ready:
+// by default every component of the earlier phases, so phases start in
+// order and the components within a phase in parallel; a Needer narrows
+// that. On the first failure it cancels the components starting, starts no
+// more, waits, and returns the error of the one that failed first (with
+// the others' that were not cancellations), as "phase <P>: start <name>:
+// …"; what did start stays registered for Stop. Needs that name an
+// unknown component, a component of a later phase, or form a cycle are an
+// error before anything starts. obs may be nil.
 func (r *Registry) Start(ctx context.Context, obs Observer) error {
-	for _, p := range Phases {
-		cs := r.Components(p)
-		if len(cs) == 0 {
-			continue
-		}
-		if obs != nil {
-			obs.PhaseStarted(p)
-		}
-		begin := time.Now()
-		if err := r.startPhase(ctx, p, cs, obs); err != nil {
-			return fmt.Errorf("phase %s: %w", p, err)
-		}
-		if obs != nil {
-			obs.PhaseDone(p, time.Since(begin))
-		}
+	needs, err := r.needs()
+	if err != nil {
+		return err
 	}
-	return nil
-}
-
-func (r *Registry) startPhase(ctx context.Context, p Phase, cs []Component, obs Observer) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
-	errs := make([]error, len(cs))
+
+	ready := map[string]chan struct{}{}
+	for _, c := range r.components {
+		ready[c.Name()] = make(chan struct{})
+	}
+	phases := newPhaseTracker(r.components, obs)
+	errs := make([]error, len(r.components))
 	var wg sync.WaitGroup
-	for i, c := range cs {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			t := Timing{Name: c.Name(), Phase: p.String(), Started: time.Now()}
+	for i, c := range r.components {
+		wg.Go(func() {
+			for _, n := range needs[c.Name()] {
+				select {
+				case <-ready[n]:
+				case <-ctx.Done():
+					return // never started
+				}
+			}
+			if ctx.Err() != nil {
+				return
+			}
+			p := c.Phase()
+			phases.started(p)
+			t := Timing{Name: c.Name(), Phase: p.String(), Needs: needs[c.Name()], Started: time.Now()}
 			r.log.Debug("starting", "component", c.Name(), "phase", p)
 			stop, err := c.Start(ctx)
 			t.Ready = time.Now()
 			t.Elapsed = t.Ready.Sub(t.Started)
 			if err != nil {
-				err = fmt.Errorf("start %s: %w", c.Name(), err)
+				err = fmt.Errorf("phase %s: start %s: %w", p, c.Name(), err)
 				t.Error = err.Error()
 				errs[i] = err
 				cancel(err)
 			} else {
 				r.mu.Lock()
-				r.started = append(r.started, started{name: c.Name(), phase: p, stop: stop})
+				r.started = append(r.started, started{name: c.Name(), needs: needs[c.Name()], stop: stop})
 				r.mu.Unlock()
 				r.log.Debug("ready", "component", c.Name(), "elapsed", t.Elapsed)
 			}
 			if obs != nil {
 				obs.ComponentDone(t)
 			}
-		}()
+			if err == nil {
+				// The observer hears of the phase before dependants start.
+				phases.ready(p)
+				close(ready[c.Name()])
+			}
+		})
 	}
 	wg.Wait()
 	// Report the component that failed first, not those it cancelled.
@@ -223,44 +281,148 @@ func (r *Registry) startPhase(ctx context.Context, p Phase, cs []Component, obs 
 		}
 		return errors.Join(append([]error{cause}, rest...)...)
 	}
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return ctx.Err() // cancelled from outside before everything started
 }
 
-// Stop stops every started component in reverse start order: phases in
-// reverse, and within a phase in parallel. It stops everything even when
-// some stops fail, and returns their errors joined. Calling it again is a
-// no-op.
+// needs returns, by component name, the names of the components it needs
+// (see Start), sorted, and checks them.
+func (r *Registry) needs() (map[string][]string, error) {
+	byName := map[string]Component{}
+	for _, c := range r.components {
+		byName[c.Name()] = c
+	}
+	out := map[string][]string{}
+	var errs []error
+	for _, c := range r.components {
+		ns := []string{} // not nil: a Timing tells "needs nothing" from "not recorded"
+		if n, ok := c.(Needer); ok {
+			ns = append(ns, n.Needs()...)
+			for _, name := range ns {
+				dep, ok := byName[name]
+				switch {
+				case !ok:
+					errs = append(errs, fmt.Errorf("component %s needs %s, which is not registered", c.Name(), name))
+				case dep.Phase() > c.Phase():
+					errs = append(errs, fmt.Errorf("component %s (phase %s) needs %s of the later phase %s", c.Name(), c.Phase(), name, dep.Phase()))
+				}
+			}
+		} else {
+			for _, dep := range r.components {
+				if dep.Phase() < c.Phase() {
+					ns = append(ns, dep.Name())
+				}
+			}
+		}
+		slices.Sort(ns)
+		out[c.Name()] = slices.Compact(ns)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	// Within a phase, needs could loop: walk them depth first.
+	state := map[string]int{} // 1 visiting, 2 done
+	var visit func(name string, path []string) error
+	visit = func(name string, path []string) error {
+		switch state[name] {
+		case 1:
+			return fmt.Errorf("components need each other in a cycle: %s", strings.Join(append(path, name), " -> "))
+		case 2:
+			return nil
+		}
+		state[name] = 1
+		for _, n := range out[name] {
+			if err := visit(n, append(path, name)); err != nil {
+				return err
+			}
+		}
+		state[name] = 2
+		return nil
+	}
+	for _, c := range r.components {
+		if err := visit(c.Name(), nil); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+// phaseTracker tells an Observer when the first component of a phase
+// starts and when the last one is ready.
+type phaseTracker struct {
+	obs     Observer
+	mu      sync.Mutex
+	left    map[Phase]int // components not ready yet
+	began   map[Phase]time.Time
+	ordered []Phase
+}
+
+func newPhaseTracker(cs []Component, obs Observer) *phaseTracker {
+	t := &phaseTracker{obs: obs, left: map[Phase]int{}, began: map[Phase]time.Time{}}
+	for _, c := range cs {
+		t.left[c.Phase()]++
+	}
+	return t
+}
+
+func (t *phaseTracker) started(p Phase) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if _, ok := t.began[p]; ok {
+		return
+	}
+	t.began[p] = time.Now()
+	if t.obs != nil {
+		t.obs.PhaseStarted(p)
+	}
+}
+
+func (t *phaseTracker) ready(p Phase) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.left[p]--
+	if t.left[p] == 0 && t.obs != nil {
+		t.obs.PhaseDone(p, time.Since(t.began[p]))
+	}
+}
+
+// Stop stops every started component, each only after the components that
+// need it have stopped (with the default needs: phases in reverse, and
+// within a phase in parallel). It stops everything even when some stops
+// fail, and returns their errors joined. Calling it again is a no-op.
 func (r *Registry) Stop(ctx context.Context) error {
 	r.mu.Lock()
 	all := r.started
 	r.started = nil
 	r.mu.Unlock()
-	var errs []error
-	for i := len(Phases) - 1; i >= 0; i-- {
-		var batch []started
-		for _, s := range all {
-			if s.phase == Phases[i] {
-				batch = append(batch, s)
+	stopped := map[string]chan struct{}{}
+	dependents := map[string][]string{}
+	for _, s := range all {
+		stopped[s.name] = make(chan struct{})
+	}
+	for _, s := range all {
+		for _, n := range s.needs {
+			if _, ok := stopped[n]; ok {
+				dependents[n] = append(dependents[n], s.name)
 			}
 		}
-		errs = append(errs, stopAll(ctx, r.log, batch)...)
 	}
-	return errors.Join(errs...)
-}
-
-func stopAll(ctx context.Context, log *slog.Logger, batch []started) []error {
-	errs := make([]error, len(batch))
+	errs := make([]error, len(all))
 	var wg sync.WaitGroup
-	for i, s := range batch {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			log.Debug("stopping", "component", s.name)
+	for i, s := range all {
+		wg.Go(func() {
+			defer close(stopped[s.name])
+			for _, d := range dependents[s.name] {
+				<-stopped[d]
+			}
+			r.log.Debug("stopping", "component", s.name)
 			if err := s.stop.Stop(ctx); err != nil {
 				errs[i] = fmt.Errorf("stop %s: %w", s.name, err)
 			}
-		}()
+		})
 	}
 	wg.Wait()
-	return errs
+	return errors.Join(errs...)
 }

@@ -39,12 +39,26 @@ type fake struct {
 	barrier *sync.WaitGroup // if set: Done, then Wait before returning (proves parallelism)
 	block   bool            // Start blocks until ctx is cancelled
 	stopErr error
+	began   chan struct{} // if set: closed when Start is called
+	waitFor []*fake       // Start waits until these began (their began must be set)
+	needs   []string      // if set: implements Needer
 }
+
+// needer is a fake with needs of its own (Needer).
+type needer struct{ *fake }
+
+func (n needer) Needs() []string { return n.needs }
 
 func (f *fake) Name() string { return f.name }
 func (f *fake) Phase() Phase { return f.phase }
 func (f *fake) Start(ctx context.Context) (Stoppable, error) {
 	f.j.add("start " + f.name)
+	if f.began != nil {
+		close(f.began)
+	}
+	for _, w := range f.waitFor {
+		<-w.began
+	}
 	if f.barrier != nil {
 		f.barrier.Done()
 		f.barrier.Wait()
@@ -158,15 +172,18 @@ func TestFailurePartWay(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			add(&fake{name: "etcd", phase: Infrastructure})
+			etcd := &fake{name: "etcd", phase: Infrastructure, began: make(chan struct{})}
+			ctrlOK := &fake{name: "ctrl-ok", phase: Controller, began: make(chan struct{})}
+			add(etcd)
 			add(&fake{name: "apiserver", phase: ControlPlane})
-			add(&fake{name: "ctrl-ok", phase: Controller})
+			add(ctrlOK)
 			add(&fake{name: "kubelet", phase: NodeAgent})
+			// The failing component fails once its sibling started.
 			switch tt.failIn {
 			case Controller:
-				add(&fake{name: "ctrl-bad", phase: Controller, err: boom})
+				add(&fake{name: "ctrl-bad", phase: Controller, err: boom, waitFor: []*fake{ctrlOK}})
 			case Infrastructure:
-				add(&fake{name: "etcd-bad", phase: Infrastructure, err: boom})
+				add(&fake{name: "etcd-bad", phase: Infrastructure, err: boom, waitFor: []*fake{etcd}})
 			}
 			err := r.Start(context.Background(), nil)
 			if !errors.Is(err, boom) || !strings.Contains(err.Error(), "phase "+tt.failIn.String()) {
@@ -203,10 +220,8 @@ func TestFailureCancelsSiblings(t *testing.T) {
 	j := &journal{}
 	boom := errors.New("boom")
 	r := NewRegistry(quiet())
-	if err := r.Add(
-		&fake{name: "slow", phase: Controller, j: j, block: true},
-		&fake{name: "bad", phase: Controller, j: j, err: boom},
-	); err != nil {
+	slow := &fake{name: "slow", phase: Controller, j: j, block: true, began: make(chan struct{})}
+	if err := r.Add(slow, &fake{name: "bad", phase: Controller, j: j, err: boom, waitFor: []*fake{slow}}); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -312,5 +327,97 @@ func TestObserverSeesPhasesAndTimings(t *testing.T) {
 	}
 	if len(obs.timings) != 2 || obs.timings[0].Name != "etcd" || obs.timings[0].Ready.Before(obs.timings[0].Started) {
 		t.Errorf("timings = %+v", obs.timings)
+	}
+}
+
+func TestNeeds(t *testing.T) {
+	j := &journal{}
+	r := NewRegistry(quiet())
+	kubelet := &fake{name: "kubelet", phase: NodeAgent, j: j, began: make(chan struct{}), needs: []string{"apiserver", "containerd"}}
+	// The scheduler is ready only once the kubelet began: with the default
+	// needs (every earlier phase), the kubelet would wait for it forever.
+	scheduler := &fake{name: "scheduler", phase: Controller, j: j, waitFor: []*fake{kubelet}}
+	sandbox := &fake{name: "sandbox", phase: Infrastructure, j: j}
+	containerd := &fake{name: "containerd", phase: Infrastructure, j: j, needs: []string{"sandbox"}}
+	if err := r.Add(
+		&fake{name: "etcd", phase: Infrastructure, j: j},
+		sandbox, needer{containerd},
+		&fake{name: "apiserver", phase: ControlPlane, j: j},
+		scheduler, needer{kubelet},
+		&fake{name: "coredns", phase: Addons, j: j},
+	); err != nil {
+		t.Fatal(err)
+	}
+	obs := &recorder{}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := r.Start(ctx, obs); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Stop(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ev := j.list()
+	before := func(a, b string) {
+		t.Helper()
+		if ia, ib := index(ev, a), index(ev, b); ia < 0 || ib < 0 || ia > ib {
+			t.Errorf("%q not before %q: %v", a, b, ev)
+		}
+	}
+	before("start sandbox", "start containerd")
+	before("start apiserver", "start kubelet")
+	before("start kubelet", "start coredns")   // default needs: every earlier phase
+	before("start scheduler", "start coredns") // …the scheduler too
+	before("stop coredns", "stop kubelet")
+	before("stop kubelet", "stop containerd")
+	before("stop containerd", "stop sandbox") // same phase, in need order
+	before("stop apiserver", "stop etcd")
+	for _, tm := range obs.timings {
+		if tm.Name == "kubelet" && !slices.Equal(tm.Needs, []string{"apiserver", "containerd"}) {
+			t.Errorf("kubelet timing needs %v", tm.Needs)
+		}
+		if tm.Name == "apiserver" && !slices.Equal(tm.Needs, []string{"containerd", "etcd", "sandbox"}) {
+			t.Errorf("apiserver timing needs %v, want every Infrastructure component", tm.Needs)
+		}
+	}
+}
+
+func TestNeedsRejected(t *testing.T) {
+	tests := []struct {
+		name string
+		cs   func(j *journal) []Component
+		want string
+	}{
+		{"unknown", func(j *journal) []Component {
+			return []Component{needer{&fake{name: "a", phase: Controller, j: j, needs: []string{"nope"}}}}
+		}, "a needs nope, which is not registered"},
+		{"later phase", func(j *journal) []Component {
+			return []Component{
+				needer{&fake{name: "a", phase: ControlPlane, j: j, needs: []string{"b"}}},
+				&fake{name: "b", phase: NodeAgent, j: j},
+			}
+		}, "a (phase ControlPlane) needs b of the later phase NodeAgent"},
+		{"cycle", func(j *journal) []Component {
+			return []Component{
+				needer{&fake{name: "a", phase: Infrastructure, j: j, needs: []string{"b"}}},
+				needer{&fake{name: "b", phase: Infrastructure, j: j, needs: []string{"a"}}},
+			}
+		}, "cycle: a -> b -> a"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			j := &journal{}
+			r := NewRegistry(quiet())
+			if err := r.Add(tt.cs(j)...); err != nil {
+				t.Fatal(err)
+			}
+			err := r.Start(context.Background(), nil)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("Start = %v, want an error containing %q", err, tt.want)
+			}
+			if ev := j.list(); len(ev) != 0 {
+				t.Errorf("components started despite bad needs: %v", ev)
+			}
+		})
 	}
 }

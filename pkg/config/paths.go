@@ -38,6 +38,12 @@ func (p Paths) Images() string { return filepath.Join(p.State, "images") }
 // node (JSON), so that unchanged files are not imported again.
 func (p Paths) ImagesRecord() string { return filepath.Join(p.State, "images.json") }
 
+// ImageCache holds the content stores of image importers
+// (containerd.Importer): the supervisor's and each `image load`'s, whose
+// blobs the nodes hard-link. It must be on the nodes' filesystem; it is
+// removed on down.
+func (p Paths) ImageCache() string { return filepath.Join(p.State, "image-cache") }
+
 // Registries is containerd's registry config_path: a <host>/hosts.toml per
 // registry host, read at every pull.
 func (p Paths) Registries() string { return filepath.Join(p.State, "registries") }

@@ -23,6 +23,7 @@ import (
 	"github.com/containerd/log"
 	"github.com/containerd/platforms"
 	"github.com/distribution/reference"
+	"github.com/opencontainers/go-digest"
 	ocispec "github.com/opencontainers/image-spec/specs-go/v1"
 	"github.com/sirupsen/logrus"
 )
@@ -59,24 +60,24 @@ type ImportOptions struct {
 	// Labels are set on every imported image (keeping its other labels); a
 	// label with an empty value is removed.
 	Labels map[string]string
-	// Snapshotter is the snapshotter the images are unpacked for; it must
-	// be the CRI's (Config.Snapshotter). "" means SnapshotterOverlayfs.
-	Snapshotter string
 }
 
 // Import imports the images of the tarball at path into the containerd
 // listening on socket, in Namespace: a docker-archive ("docker save") or an
 // OCI image layout archive, uncompressed or compressed with gzip or zstd
-// (told by content, not by name). Only the host's platform is imported and
-// unpacked. Each image named in the archive is created, or updated to the
-// archive's content if it exists, with opts.Labels added; images are
-// returned sorted by Ref.
+// (told by content, not by name). Only the host's platform is imported.
+// Each image named in the archive is created, or updated to the archive's
+// content if it exists, with opts.Labels added; images are returned sorted
+// by Ref.
 //
-// Image records are written only after every image is unpacked, so a
-// corrupt archive or a non-image file leaves no new or changed image behind:
-// the error names the file, and the content ingested so far is held only by
-// a lease that is dropped, for containerd's garbage collector. Archives that
-// name no image are an error too.
+// Images are not unpacked: the CRI plugin unpacks an image for its
+// snapshotter when a container first uses it. Instead every layer is
+// checked against the image config's diff IDs, and image records are
+// written only after every image checked out, so a corrupt archive or a
+// non-image file leaves no new or changed image behind: the error names the
+// file, and the content ingested so far is held only by a lease that is
+// dropped, for containerd's garbage collector. Archives that name no image
+// are an error too. To import one archive into many nodes, use an Importer.
 func Import(ctx context.Context, socket, path string, opts ImportOptions) ([]ImportedImage, error) {
 	imgs, err := importFile(ctx, socket, path, opts)
 	if err != nil {
@@ -85,11 +86,30 @@ func Import(ctx context.Context, socket, path string, opts ImportOptions) ([]Imp
 	return imgs, nil
 }
 
-func importFile(ctx context.Context, socket, path string, opts ImportOptions) (_ []ImportedImage, err error) {
-	snapshotter := opts.Snapshotter
-	if snapshotter == "" {
-		snapshotter = SnapshotterOverlayfs
+// importFile is Import without the file name in the error.
+func importFile(ctx context.Context, socket, path string, opts ImportOptions) ([]ImportedImage, error) {
+	c, ctx, err := connect(ctx, socket)
+	if err != nil {
+		return nil, err
 	}
+	defer c.Close()
+	var out []ImportedImage
+	err = withLease(ctx, c, func(lctx context.Context) error {
+		named, err := readArchive(lctx, c.ContentStore(), path)
+		if err != nil {
+			return err
+		}
+		out, err = saveImages(lctx, c.ImageService(), named, opts.Labels)
+		return err
+	})
+	return out, err
+}
+
+// readArchive ingests the image archive at path (see Import for the
+// formats) into cs and returns its named images for the host's platform,
+// sorted by name, their content labelled with its children and their
+// layers checked against their configs (checkLayers).
+func readArchive(ctx context.Context, cs content.Store, path string) ([]images.Image, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -100,21 +120,91 @@ func importFile(ctx context.Context, socket, path string, opts ImportOptions) (_
 		return nil, fmt.Errorf("decompress: %w", err)
 	}
 	defer r.Close()
-
-	c, ctx, err := connect(ctx, socket)
+	index, err := archive.ImportIndex(ctx, cs, r)
+	if err != nil {
+		return nil, fmt.Errorf("read image archive (docker-archive or OCI layout): %w", err)
+	}
+	named, err := namedImages(ctx, cs, index)
 	if err != nil {
 		return nil, err
 	}
-	defer c.Close()
-	// One lease holds all content, ingests and snapshots until the image
-	// records reference them. On failure nothing else does, and the lease
-	// is deleted synchronously: the garbage collector has then removed
-	// them, partial ingests included, which would otherwise break the next
-	// import of an archive with the same file names.
+	if len(named) == 0 {
+		return nil, errors.New("the archive names no image")
+	}
+	for _, img := range named {
+		if err := checkLayers(ctx, cs, img); err != nil {
+			return nil, fmt.Errorf("image %s: %w", img.Name, err)
+		}
+	}
+	return named, nil
+}
+
+// checkLayers checks that the layers of img's manifest for the host's
+// platform are those its config lists by diff ID (the digest of the
+// uncompressed layer), decompressing the compressed ones: what unpacking
+// would find wrong with the content, found without writing a snapshot.
+func checkLayers(ctx context.Context, cs content.Store, img images.Image) error {
+	m, err := images.Manifest(ctx, cs, img.Target, platforms.Default())
+	if err != nil {
+		return err
+	}
+	diffIDs, err := images.RootFS(ctx, cs, m.Config)
+	if err != nil {
+		return err
+	}
+	if len(diffIDs) != len(m.Layers) {
+		return fmt.Errorf("the manifest has %d layers, the config %d diff IDs: the archive is corrupt", len(m.Layers), len(diffIDs))
+	}
+	for i, l := range m.Layers {
+		got, err := diffID(ctx, cs, l)
+		if err != nil {
+			return fmt.Errorf("layer %d (%s): %w", i+1, l.Digest, err)
+		}
+		if got != diffIDs[i] {
+			return fmt.Errorf("layer %d (%s) is not the config's diff ID %s (it has %s): the archive is corrupt", i+1, l.Digest, diffIDs[i], got)
+		}
+	}
+	return nil
+}
+
+// diffID returns the digest of layer l uncompressed: its own digest when it
+// is stored uncompressed.
+func diffID(ctx context.Context, cs content.Store, l ocispec.Descriptor) (digest.Digest, error) {
+	compressed, err := images.DiffCompression(ctx, l.MediaType)
+	if err != nil {
+		return "", err
+	}
+	if compressed == "" {
+		return l.Digest, nil
+	}
+	ra, err := cs.ReaderAt(ctx, l)
+	if err != nil {
+		return "", err
+	}
+	defer ra.Close()
+	r, err := compression.DecompressStream(content.NewReader(ra))
+	if err != nil {
+		return "", fmt.Errorf("decompress: %w", err)
+	}
+	defer r.Close()
+	d := digest.Canonical.Digester()
+	if _, err := io.Copy(d.Hash(), r); err != nil {
+		return "", fmt.Errorf("decompress: %w", err)
+	}
+	return d.Digest(), nil
+}
+
+// withLease runs f with a context holding a new lease of c's, which keeps
+// what f ingests (content, ingests) until image records reference it. The
+// lease is deleted after f: synchronously when f failed, so that the
+// garbage collector has removed what only the lease held, partial ingests
+// included, which would otherwise break the next import of an archive with
+// the same file names.
+func withLease(ctx context.Context, c *client.Client, f func(lctx context.Context) error) (err error) {
 	ls := c.LeasesService()
 	lease, err := ls.Create(ctx, leases.WithRandomID(), leases.WithExpiration(time.Hour))
 	if err != nil {
-		return nil, fmt.Errorf("lease: %w", err)
+		return fmt.Errorf("lease: %w", err)
 	}
 	defer func() {
 		var deleteOpts []leases.DeleteOpt
@@ -125,34 +215,16 @@ func importFile(ctx context.Context, socket, path string, opts ImportOptions) (_
 			err = fmt.Errorf("release lease: %w", derr)
 		}
 	}()
-	lctx := leases.WithLease(ctx, lease.ID)
-
-	cs := c.ContentStore()
-	index, err := archive.ImportIndex(lctx, cs, r)
-	if err != nil {
-		return nil, fmt.Errorf("read image archive (docker-archive or OCI layout): %w", err)
-	}
-	named, err := namedImages(lctx, cs, index)
-	if err != nil {
-		return nil, err
-	}
-	if len(named) == 0 {
-		return nil, errors.New("the archive names no image")
-	}
-	for _, img := range named {
-		if err := client.NewImageWithPlatform(c, img, platforms.Default()).Unpack(lctx, snapshotter); err != nil {
-			return nil, fmt.Errorf("unpack %s for %s: %w", img.Name, snapshotter, err)
-		}
-	}
-	return saveImages(lctx, c.ImageService(), named, opts.Labels)
+	return f(leases.WithLease(ctx, lease.ID))
 }
 
-// connect returns a containerd client for socket, and ctx in Namespace. The
+// connect returns a containerd client for socket (with opts), and ctx in
+// Namespace. The
 // client library logs through the context's logger (by default logrus'
 // global one, to stderr); ctx gets one that discards, since every failure
 // it would log is also returned.
-func connect(ctx context.Context, socket string) (*client.Client, context.Context, error) {
-	c, err := client.New(socket, client.WithDefaultNamespace(Namespace))
+func connect(ctx context.Context, socket string, opts ...client.Opt) (*client.Client, context.Context, error) {
+	c, err := client.New(socket, append([]client.Opt{client.WithDefaultNamespace(Namespace)}, opts...)...)
 	if err != nil {
 		return nil, nil, fmt.Errorf("connect to containerd at %s: %w", socket, err)
 	}

@@ -483,10 +483,7 @@ func TestContainerd(t *testing.T) {
 			"empty.tar":     nil,
 			"truncated.tar": readFile(t, tarball)[:4096],
 			"notimage.tar":  tarOf(t, map[string][]byte{"hello.txt": []byte("hi")}),
-			// A layer not unpacked yet: the unpack finds the corruption.
-			// (containerd skips layers whose snapshot exists, by the
-			// config's diff IDs, so a corrupt copy of an unpacked image
-			// imports.)
+			// Layers that are not the config's diff IDs: Import checks them.
 			"badlayer.tar": corruptLayer(t, uniqueTarball),
 			// An OCI layout whose only name is a tag names no image.
 			"bare-tag.tar": readFile(t, ociArchive(t, otherTarball, "1.0")),
@@ -688,7 +685,7 @@ func tarOf(t *testing.T, files map[string][]byte) []byte {
 }
 
 // corruptLayer returns the docker-archive at path with the content of every
-// layer replaced by garbage: it imports, and fails to unpack.
+// layer replaced by garbage, which the config's diff IDs do not match.
 func corruptLayer(t *testing.T, path string) []byte {
 	t.Helper()
 	files := map[string][]byte{}

@@ -147,7 +147,7 @@ func checkBinary(ctx context.Context, finder *bins.Finder, b bins.Binary, paths 
 	}
 	var version string
 	if len(b.VersionArgs) > 0 {
-		version, err = bins.Version(ctx, path, b.VersionArgs...)
+		version, err = bins.CachedVersion(ctx, bins.VersionCache, path, b.VersionArgs...)
 	}
 	switch {
 	case err != nil:

@@ -53,7 +53,8 @@ func (r *fakeRuntime) store(socket string) (map[string]containerd.ImportedImage,
 	return s, nil
 }
 
-func (r *fakeRuntime) Import(ctx context.Context, socket, path string, opts containerd.ImportOptions) ([]containerd.ImportedImage, error) {
+func (r *fakeRuntime) Import(ctx context.Context, to containerd.Target, path string, opts containerd.ImportOptions) ([]containerd.ImportedImage, error) {
+	socket := to.Socket
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("import images from %s: %w", path, err)

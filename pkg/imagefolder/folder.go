@@ -47,7 +47,13 @@ type Node struct {
 	Name string
 	// Socket is the node's containerd socket.
 	Socket string
+	// Root is the node's containerd root directory, as this process sees
+	// it (containerd.Target.Root); "" if unknown.
+	Root string
 }
+
+// target is how an importer reaches nd's containerd.
+func (nd Node) target() containerd.Target { return containerd.Target{Socket: nd.Socket, Root: nd.Root} }
 
 // Options configure a Folder. Dir, RecordFile and Nodes are required; the
 // rest have defaults.
@@ -58,7 +64,8 @@ type Options struct {
 	RecordFile string
 	// Nodes are the cluster's nodes.
 	Nodes []Node
-	// Runtime acts on the nodes; nil means Containerd{}.
+	// Runtime acts on the nodes; nil means Containerd with an Importer
+	// of its own.
 	Runtime Runtime
 	// Log receives one line per import, removal and failure; nil discards.
 	Log *slog.Logger
@@ -120,7 +127,7 @@ func New(opts Options) (*Folder, error) {
 		nodeLocks: map[string]*sync.Mutex{}, observed: map[string]observation{},
 	}
 	if f.rt == nil {
-		f.rt = Containerd{}
+		f.rt = Containerd{Importer: &containerd.Importer{}}
 	}
 	if f.log == nil {
 		f.log = slog.New(slog.DiscardHandler)
@@ -350,7 +357,7 @@ func (f *Folder) importNode(ctx context.Context, nd Node, file, path string, ref
 	var imgs []Image
 	switch KindOf(file) {
 	case Tarball:
-		got, err := f.rt.Import(ctx, nd.Socket, path, containerd.ImportOptions{Labels: labels})
+		got, err := f.rt.Import(ctx, nd.target(), path, containerd.ImportOptions{Labels: labels})
 		if err != nil {
 			return fmt.Errorf("node %s: %w", nd.Name, err)
 		}

@@ -22,9 +22,9 @@ func SourceLabel(name string) string { return SourcePrefix + name }
 // socket. Its methods are those of pkg/containerd, and Containerd is the
 // Runtime of real nodes; tests use fakes.
 type Runtime interface {
-	// Import imports the image tarball at path, as containerd.Import: all
-	// or nothing, the error naming the file.
-	Import(ctx context.Context, socket, path string, opts containerd.ImportOptions) ([]containerd.ImportedImage, error)
+	// Import imports the image tarball at path into the node's containerd,
+	// as containerd.Import: all or nothing, the error naming the file.
+	Import(ctx context.Context, to containerd.Target, path string, opts containerd.ImportOptions) ([]containerd.ImportedImage, error)
 	// Pull pulls the normalized reference ref through CRI, as the kubelet
 	// would (also when the image is present), and sets labels on it.
 	Pull(ctx context.Context, socket, ref string, labels map[string]string) (containerd.ImportedImage, error)
@@ -38,11 +38,18 @@ type Runtime interface {
 
 // Containerd is the Runtime of real nodes: pkg/containerd's image
 // functions, and CRI for pulls.
-type Containerd struct{}
+type Containerd struct {
+	// Importer imports tarballs, reading each once for all nodes; nil
+	// imports into each node on its own (containerd.Import).
+	Importer *containerd.Importer
+}
 
-// Import implements Runtime with containerd.Import.
-func (Containerd) Import(ctx context.Context, socket, path string, opts containerd.ImportOptions) ([]containerd.ImportedImage, error) {
-	return containerd.Import(ctx, socket, path, opts)
+// Import implements Runtime with the Importer, or containerd.Import.
+func (c Containerd) Import(ctx context.Context, to containerd.Target, path string, opts containerd.ImportOptions) ([]containerd.ImportedImage, error) {
+	if c.Importer == nil {
+		return containerd.Import(ctx, to.Socket, path, opts)
+	}
+	return c.Importer.Import(ctx, to, path, opts)
 }
 
 // List implements Runtime with containerd.List.

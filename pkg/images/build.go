@@ -2,7 +2,7 @@ package images
 
 import (
 	"archive/tar"
-	"compress/gzip"
+
 	"errors"
 	"fmt"
 	"io"
@@ -18,19 +18,29 @@ import (
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
+	"github.com/google/go-containerregistry/pkg/v1/types"
 )
 
 // epoch is the fixed time of every layer entry and of the image config, so
 // that builds are reproducible.
 var epoch = time.Unix(0, 0).UTC()
 
+// LabelFormat is the image config label holding the Format a built-in
+// image was built with.
+const LabelFormat = "io.kubernix.image-format"
+
+// Format versions how Build lays images out; UpToDate rebuilds images of
+// another. "2": one uncompressed layer (before: gzip-compressed).
+const Format = "2"
+
 // imagePath is the PATH every built-in image's config sets.
 const imagePath = "/bin"
 
 // Build builds the image b from the static binary binDir/b.Binary and b.Extra,
 // and writes it to out as a docker-archive tarball tagged b.Ref, which
-// containerd imports as a named image. The image is one linux/amd64 layer;
+// containerd imports as a named image. The image is one uncompressed linux/amd64 layer;
 // every entry is owned by root with a fixed mtime, so the same inputs give the
 // same digest. out is written atomically (temp file and rename) and its
 // directory is created if needed.
@@ -70,10 +80,15 @@ func Build(b Builtin, binDir string, out string) error {
 		return fmt.Errorf("build image %q: write layer: %w", b.Name, err)
 	}
 
-	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) { return os.Open(layerPath) })
+	// The layer stays uncompressed, as `docker save` writes them: the
+	// tarball is larger, but importing it hashes it once (the layer digest
+	// is its diff ID) and unpacking it decompresses nothing, which is what
+	// a cluster start pays for on every node.
+	layerBytes, err := os.ReadFile(layerPath)
 	if err != nil {
 		return fmt.Errorf("build image %q: layer: %w", b.Name, err)
 	}
+	layer := static.NewLayer(layerBytes, types.DockerUncompressedLayer)
 	img, err := image(b, layer)
 	if err != nil {
 		return fmt.Errorf("build image %q: %w", b.Name, err)
@@ -115,6 +130,7 @@ func image(b Builtin, layer v1.Layer) (v1.Image, error) {
 			Cmd:        slices.Clone(b.Cmd),
 			Env:        []string{"PATH=" + imagePath},
 			WorkingDir: "/",
+			Labels:     map[string]string{LabelFormat: Format},
 		},
 		RootFS: v1.RootFS{Type: "layers"},
 	}
@@ -260,22 +276,15 @@ func header(name string, typ byte, mode fs.FileMode, size int64, link string) ta
 	}
 }
 
-// writeLayer writes entries as a gzip-compressed tar to w.
+// writeLayer writes entries as an uncompressed tar to w.
 func writeLayer(w io.Writer, entries []entry) error {
-	zw, err := gzip.NewWriterLevel(w, gzip.DefaultCompression)
-	if err != nil {
-		return err
-	}
-	tw := tar.NewWriter(zw)
+	tw := tar.NewWriter(w)
 	for i := range entries {
 		if err := writeEntry(tw, &entries[i]); err != nil {
 			return err
 		}
 	}
-	if err := tw.Close(); err != nil {
-		return err
-	}
-	return zw.Close()
+	return tw.Close()
 }
 
 func writeEntry(tw *tar.Writer, e *entry) error {

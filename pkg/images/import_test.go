@@ -65,8 +65,14 @@ func TestContainerdImport(t *testing.T) {
 			if got := manifest.Config.Digest.String(); got != info.ID {
 				t.Errorf("imported config %s, want image ID %s", got, info.ID)
 			}
-			if len(manifest.Layers) != 1 || manifest.Layers[0].MediaType != images.MediaTypeDockerSchema2LayerGzip {
-				t.Errorf("layers %+v, want one gzip layer", manifest.Layers)
+			if len(manifest.Layers) != 1 || manifest.Layers[0].MediaType != images.MediaTypeDockerSchema2Layer {
+				t.Errorf("layers %+v, want one uncompressed layer", manifest.Layers)
+			}
+			// Uncompressed, the layer's digest is its diff ID.
+			var config ocispec.Image
+			readJSON(t, ctx, store, manifest.Config, &config)
+			if len(manifest.Layers) == 1 && (len(config.RootFS.DiffIDs) != 1 || config.RootFS.DiffIDs[0] != manifest.Layers[0].Digest) {
+				t.Errorf("diff IDs %v, want the layer digest %s", config.RootFS.DiffIDs, manifest.Layers[0].Digest)
 			}
 		})
 	}

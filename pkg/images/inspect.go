@@ -42,7 +42,8 @@ func Inspect(p string) (Info, error) {
 	return Info{Tags: m[0].RepoTags, ID: m[0].Config, Size: fi.Size()}, nil
 }
 
-// UpToDate reports whether out holds b (tagged b.Ref) and is not older than
+// UpToDate reports whether out holds b (tagged b.Ref, in the current
+// Format) and is not older than
 // any input of b (see Builtin.Inputs), so that Build can be skipped. Equal
 // times count as up to date, as in make: file times come from the kernel's
 // coarse clock, so an output written right after its inputs often carries
@@ -73,5 +74,16 @@ func UpToDate(b Builtin, binDir, out string) (bool, error) {
 	if err != nil {
 		return false, nil // unreadable or foreign: rebuild it
 	}
-	return slices.Equal(info.Tags, []string{b.Ref}), nil
+	if !slices.Equal(info.Tags, []string{b.Ref}) {
+		return false, nil
+	}
+	img, err := tarball.ImageFromPath(out, nil)
+	if err != nil {
+		return false, nil
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		return false, nil
+	}
+	return cfg.Config.Labels[LabelFormat] == Format, nil // else built by an older Build
 }

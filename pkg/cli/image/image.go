@@ -38,6 +38,7 @@ you configure one, so images get in by:
 // node is a node of the running cluster.
 type node struct {
 	name, socket string
+	root         string // containerd's root directory (containerd.Target.Root)
 }
 
 // selectNodes returns the cluster's nodes, or only node index when
@@ -52,7 +53,8 @@ func selectNodes(cfg config.Config, index int, selected bool) ([]node, error) {
 			continue
 		}
 		name := cfg.NodeName(i)
-		out = append(out, node{name: name, socket: cfg.Paths().Node(name).ContainerdSocket()})
+		np := cfg.Paths().Node(name)
+		out = append(out, node{name: name, socket: np.ContainerdSocket(), root: np.ContainerdRoot()})
 	}
 	return out, nil
 }

@@ -85,7 +85,21 @@ func runLoad(ctx context.Context, env *common.Env, f *loadFlags, nodeSelected bo
 	if f.pin {
 		pinned = containerd.PinnedValue
 	}
-	return load(ctx, env.Streams.Out, files, nodes, pinned)
+	// The importer's store is on the nodes' filesystem, so that they
+	// hard-link its blobs.
+	if err := os.MkdirAll(cfg.Paths().ImageCache(), 0o755); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp(cfg.Paths().ImageCache(), "load-")
+	if err != nil {
+		return err
+	}
+	importer, err := containerd.NewImporter(dir)
+	if err != nil {
+		return err
+	}
+	defer importer.Close()
+	return load(ctx, env.Streams.Out, importer, files, nodes, pinned)
 }
 
 // expand turns FILE|DIR arguments into absolute file paths: a file as it
@@ -125,13 +139,13 @@ func expand(args []string) ([]string, error) {
 }
 
 // load imports each file into every node, the nodes in parallel, the files
-// one after the other. It prints each imported image with its digest and
+// one after the other; importer reads each file once. It prints each imported image with its digest and
 // nodes to out as each file is done, and a summary. Images are labelled
 // with their source (LoadSourcePrefix and the file's path) and
 // containerd.LabelPinned set to pinned ("" leaves them unpinned). The error
 // lists every file that failed, with the nodes it failed on; the other
 // files are loaded.
-func load(ctx context.Context, out io.Writer, files []string, nodes []node, pinned string) error {
+func load(ctx context.Context, out io.Writer, importer *containerd.Importer, files []string, nodes []node, pinned string) error {
 	begin := time.Now()
 	var (
 		errs   []error
@@ -145,7 +159,7 @@ func load(ctx context.Context, out io.Writer, files []string, nodes []node, pinn
 		var wg sync.WaitGroup
 		for i, nd := range nodes {
 			wg.Go(func() {
-				results[i], nodeErrs[i] = containerd.Import(ctx, nd.socket, file, containerd.ImportOptions{Labels: labels})
+				results[i], nodeErrs[i] = importer.Import(ctx, containerd.Target{Socket: nd.socket, Root: nd.root}, file, containerd.ImportOptions{Labels: labels})
 			})
 		}
 		wg.Wait()

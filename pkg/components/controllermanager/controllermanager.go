@@ -56,6 +56,13 @@ func Command(s Spec) process.Command {
 			"--root-ca-file=" + s.PKI.CA.Cert,
 			"--service-account-private-key-file=" + s.PKI.ServiceAccountKey,
 			"--use-service-account-credentials=true",
+			// Each controller gets its own service account and token
+			// through the shared client, rate-limited by default to 20
+			// requests/s (burst 30): on a fresh cluster that alone holds
+			// the controllers back for seconds. The apiserver is local and
+			// ours alone.
+			"--kube-api-qps=200",
+			"--kube-api-burst=400",
 			"--configure-cloud-routes=false",
 			"--leader-elect=false",
 			"--profiling=false",
