@@ -1,11 +1,17 @@
 // Command kubernix brings up a real, local, multi-node Kubernetes cluster
 // from upstream binaries. See pkg/cli for the verbs.
+//
+// KUBERNIX_CPUPROFILE=<file> writes a Go CPU profile of each kubernix
+// process (the detached supervisor too) to <file>.<pid>, for `go tool
+// pprof`.
 package main
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"syscall"
 
 	"github.com/kubernix/kubernix/pkg/cli"
@@ -13,8 +19,31 @@ import (
 )
 
 func main() {
+	stopProfile := startProfile(os.Getenv("KUBERNIX_CPUPROFILE"))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Run(ctx, common.DefaultStreams(), os.Args[1:], os.Environ())
 	stop()
+	stopProfile()
 	os.Exit(code)
+}
+
+// startProfile starts a CPU profile to path.<pid> when path is set, and
+// returns the function that ends it. A profile that cannot start is
+// reported on stderr and skipped.
+func startProfile(path string) func() {
+	if path == "" {
+		return func() {}
+	}
+	f, err := os.Create(fmt.Sprintf("%s.%d", path, os.Getpid()))
+	if err == nil {
+		err = pprof.StartCPUProfile(f)
+	}
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "kubernix: CPU profile: %v\n", err)
+		return func() {}
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		f.Close()
+	}
 }

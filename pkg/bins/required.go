@@ -30,6 +30,10 @@ func Required() []Binary {
 		{Name: "nsenter", VersionArgs: []string{"--version"}, Hint: "apt-get install util-linux"},
 		{Name: "ip", VersionArgs: []string{"-V"}, Hint: "apt-get install iproute2"},
 		{Name: "conntrack", VersionArgs: []string{"--version"}, Optional: true, Hint: "apt-get install conntrack (kube-proxy flushes stale UDP entries with it)"},
+		// Our pause program (images/pause): it also holds each node
+		// sandbox's namespaces, in a fraction of kubernix's memory. It has
+		// no version to print: it would block.
+		{Name: "pause", Optional: true, Hint: makeBins},
 	}
 }
 

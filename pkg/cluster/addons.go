@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"text/template"
 	"time"
 
@@ -47,8 +48,12 @@ func RenderCoreDNS(p *Plan) ([]byte, error) {
 	return buf.Bytes(), nil
 }
 
-// addon is a component that applies a manifest and waits for a Deployment
-// to be Available. Its pods go when their node's containerd stops.
+// An addon is two components of the Addons phase. The first applies its
+// manifest as soon as the apiserver is ready, so that the controllers
+// create its pods while the nodes boot and the scheduler binds them the
+// moment a node is Ready. The second needs everything else that starts
+// before the addons and waits for the addon's Deployment to be Available:
+// its time is what the addon adds to the boot.
 type addon struct {
 	name       string
 	c          *Cluster
@@ -56,24 +61,29 @@ type addon struct {
 	deployment string // namespace/name waited for
 }
 
-func (c *Cluster) coreDNS() component.Component {
+// manifestSuffix names an addon's manifest component: "<addon>-manifest".
+const manifestSuffix = "-manifest"
+
+// components returns the addon's two components; before names every
+// component that starts before the addons.
+func (a *addon) components(before []string) []component.Component {
+	apply := component.WithNeeds(&addonManifest{a}, "kube-apiserver")
+	return []component.Component{apply, component.WithNeeds(a, append(slices.Clone(before), apply.Name())...)}
+}
+
+func (c *Cluster) coreDNS() *addon {
 	return &addon{name: "coredns", c: c, render: RenderCoreDNS, deployment: "kube-system/coredns"}
 }
 
 func (a *addon) Name() string           { return a.name }
 func (a *addon) Phase() component.Phase { return component.Addons }
 
+// Start waits for the addon's Deployment to be Available. Its pods go when
+// their node's containerd stops.
 func (a *addon) Start(ctx context.Context) (component.Stoppable, error) {
-	manifest, err := a.render(a.c.Plan)
-	if err != nil {
-		return nil, err
-	}
-	if err := a.c.apply(ctx, manifest); err != nil {
-		return nil, fmt.Errorf("apply %s: %w", a.name, err)
-	}
 	ns, name, _ := cutNamespace(a.deployment)
 	var last error
-	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		d, err := a.c.client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			last = err
@@ -89,6 +99,23 @@ func (a *addon) Start(ctx context.Context) (component.Stoppable, error) {
 	})
 	if err != nil {
 		return nil, errors.Join(err, last)
+	}
+	return component.StopFunc(func(context.Context) error { return nil }), nil
+}
+
+// addonManifest applies an addon's manifest.
+type addonManifest struct{ a *addon }
+
+func (m *addonManifest) Name() string           { return m.a.name + manifestSuffix }
+func (m *addonManifest) Phase() component.Phase { return component.Addons }
+
+func (m *addonManifest) Start(ctx context.Context) (component.Stoppable, error) {
+	manifest, err := m.a.render(m.a.c.Plan)
+	if err != nil {
+		return nil, err
+	}
+	if err := m.a.c.apply(ctx, manifest); err != nil {
+		return nil, fmt.Errorf("apply %s: %w", m.a.name, err)
 	}
 	return component.StopFunc(func(context.Context) error { return nil }), nil
 }

@@ -36,14 +36,22 @@ func (c *Cluster) register(r *component.Registry) error {
 			return err
 		}
 	}
-	for _, addon := range c.Plan.Cfg.Addons {
-		switch addon {
+	var before []string // every component that starts before the addons
+	for _, ph := range component.Phases {
+		if ph < component.Addons {
+			for _, comp := range r.Components(ph) {
+				before = append(before, comp.Name())
+			}
+		}
+	}
+	for _, name := range c.Plan.Cfg.Addons {
+		switch name {
 		case "coredns":
-			if err := r.Add(c.coreDNS()); err != nil {
+			if err := r.Add(c.coreDNS().components(before)...); err != nil {
 				return err
 			}
 		default:
-			return fmt.Errorf("unknown addon %q", addon)
+			return fmt.Errorf("unknown addon %q", name)
 		}
 	}
 	return nil

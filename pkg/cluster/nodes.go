@@ -124,6 +124,7 @@ func (p *Plan) containerExecutor(nd *node.Node) *node.Container {
 		Unshare: p.Bin("unshare"), Nsenter: p.Bin("nsenter"), Self: self, Hostname: nd.Name,
 		ReadyFile:  node.ReadyFile(p.Paths.Run(nd.Name, "sandbox")),
 		SharedDirs: []string{np.KubeletRoot()},
+		Pause:      p.Bin("pause"),
 	}
 }
 
@@ -419,7 +420,19 @@ func (c *Cluster) registerNode(ctx context.Context, nd *node.Node) error {
 		}},
 		Spec: corev1.NodeSpec{PodCIDR: nd.PodCIDR.String(), PodCIDRs: []string{nd.PodCIDR.String()}},
 	}
-	_, err := c.client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{FieldManager: "kubernix"})
+	created, err := c.client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{FieldManager: "kubernix"})
+	if err == nil {
+		// The addresses the kubelet will post (its --node-ip and
+		// hostname), now: kube-proxy waits for them, polling each second.
+		created.Status.Addresses = []corev1.NodeAddress{
+			{Type: corev1.NodeInternalIP, Address: nd.IP.String()},
+			{Type: corev1.NodeHostName, Address: nd.Name},
+		}
+		if _, err := c.client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{FieldManager: "kubernix"}); err != nil {
+			c.Log.Debug("node addresses not set", "node", nd.Name, "err", err)
+		}
+		return nil
+	}
 	if apierrors.IsAlreadyExists(err) {
 		existing, gerr := c.client.CoreV1().Nodes().Get(ctx, nd.Name, metav1.GetOptions{})
 		if gerr != nil {
@@ -428,9 +441,33 @@ func (c *Cluster) registerNode(ctx context.Context, nd *node.Node) error {
 		if existing.Spec.PodCIDR != "" && existing.Spec.PodCIDR != nd.PodCIDR.String() {
 			return fmt.Errorf("node %s has pod CIDR %s, want %s: delete the node or the cluster's state", nd.Name, existing.Spec.PodCIDR, nd.PodCIDR)
 		}
+		c.markNodeUnknown(ctx, existing)
 		return nil
 	}
 	return err
+}
+
+// markNodeUnknown sets the Ready condition of a Node that etcd still holds
+// from the previous run to Unknown, as the node lifecycle controller does
+// when a kubelet stops posting status. The starting kubelet then sees its
+// node not ready and posts its status as soon as it is (the kubelet's fast
+// status update); a stale Ready=True would make it wait for its periodic
+// update instead.
+func (c *Cluster) markNodeUnknown(ctx context.Context, n *corev1.Node) {
+	for i, cond := range n.Status.Conditions {
+		if cond.Type != corev1.NodeReady || cond.Status != corev1.ConditionTrue {
+			continue
+		}
+		n.Status.Conditions[i].Status = corev1.ConditionUnknown
+		n.Status.Conditions[i].Reason = "NodeStatusUnknown"
+		n.Status.Conditions[i].Message = "kubernix: the kubelet is starting"
+		n.Status.Conditions[i].LastTransitionTime = metav1.Now()
+		// Only a speed-up: a conflicting write (the node lifecycle
+		// controller's) is left to the kubelet's periodic update.
+		if _, err := c.client.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{FieldManager: "kubernix"}); err != nil {
+			c.Log.Debug("node status not reset", "node", n.Name, "err", err)
+		}
+	}
 }
 
 // nodeReady returns nil once the Node's Ready condition is True in a status

@@ -38,6 +38,7 @@ func testPlan(t *testing.T, nodes int) *Plan {
 	facts.Paths["runc"] = "/usr/sbin/runc"
 	facts.Paths["unshare"] = "/usr/bin/unshare"
 	facts.Paths["nsenter"] = "/usr/bin/nsenter"
+	facts.Paths["pause"] = "/BIN/pause"
 	plan, err := NewPlan(cfg, facts, "/IMAGES")
 	if err != nil {
 		t.Fatal(err)

@@ -168,7 +168,8 @@ func checkLayers(ctx context.Context, cs content.Store, img images.Image) error 
 }
 
 // diffID returns the digest of layer l uncompressed: its own digest when it
-// is stored uncompressed.
+// is stored uncompressed, by its media type or, for media types that leave
+// it open (Docker's plain "diff.tar"), by its first bytes.
 func diffID(ctx context.Context, cs content.Store, l ocispec.Descriptor) (digest.Digest, error) {
 	compressed, err := images.DiffCompression(ctx, l.MediaType)
 	if err != nil {
@@ -182,7 +183,15 @@ func diffID(ctx context.Context, cs content.Store, l ocispec.Descriptor) (digest
 		return "", err
 	}
 	defer ra.Close()
-	r, err := compression.DecompressStream(content.NewReader(ra))
+	head := make([]byte, 16)
+	n, err := ra.ReadAt(head, 0)
+	if err != nil && !errors.Is(err, io.EOF) {
+		return "", err
+	}
+	if compression.DetectCompression(head[:n]) == compression.Uncompressed {
+		return l.Digest, nil
+	}
+	r, err := compression.DecompressStream(io.NewSectionReader(ra, 0, l.Size))
 	if err != nil {
 		return "", fmt.Errorf("decompress: %w", err)
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -217,7 +218,9 @@ func (im *Importer) copyBlob(ctx, dctx context.Context, dcs content.Store, droot
 		return fmt.Errorf("blob %s: %w", desc.Digest, err)
 	}
 	defer ra.Close()
-	if err := content.Copy(dctx, w, content.NewReader(ra), desc.Size, desc.Digest, content.WithLabels(info.Labels)); err != nil && !errdefs.IsAlreadyExists(err) {
+	// A section reader seeks: a linked blob, which the writer reports as
+	// written in full, is committed without reading it.
+	if err := content.Copy(dctx, w, io.NewSectionReader(ra, 0, desc.Size), desc.Size, desc.Digest, content.WithLabels(info.Labels)); err != nil && !errdefs.IsAlreadyExists(err) {
 		return fmt.Errorf("blob %s: %w", desc.Digest, err)
 	}
 	return nil

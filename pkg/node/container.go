@@ -42,6 +42,10 @@ type Container struct {
 	ReadyFile string
 	// SharedDirs are bind-mounted onto themselves and made rshared inside.
 	SharedDirs []string
+	// Pause, if set, is a program the holder execs once the sandbox is set
+	// up, to hold it with less memory than kubernix: one that blocks until
+	// SIGTERM and then exits 0, such as our pause (images/pause).
+	Pause string
 
 	mu  sync.Mutex
 	pid int
@@ -56,6 +60,9 @@ func (c *Container) HolderArgv() []string {
 		c.Self, "sandbox-init", "--hostname", c.Hostname, "--ready-file", c.ReadyFile}
 	for _, d := range c.SharedDirs {
 		argv = append(argv, "--shared", d)
+	}
+	if c.Pause != "" {
+		argv = append(argv, "--exec", c.Pause)
 	}
 	return argv
 }
@@ -96,7 +103,7 @@ func (c *Container) Teardown(context.Context) error { return nil }
 // private tmpfs on /run, makes each shared dir an rshared bind mount, writes
 // readyFile, and then blocks until ctx ends (SIGTERM). The network inside
 // (lo, eth0) is set up from the host by the network package.
-func SandboxInit(ctx context.Context, hostname string, shared []string, readyFile string) error {
+func SandboxInit(ctx context.Context, hostname string, shared []string, readyFile, pause string) error {
 	if err := unix.Sethostname([]byte(hostname)); err != nil {
 		return fmt.Errorf("sethostname %s: %w", hostname, err)
 	}
@@ -121,6 +128,10 @@ func SandboxInit(ctx context.Context, hostname string, shared []string, readyFil
 	}
 	if err := os.WriteFile(readyFile, []byte("ready\n"), 0o644); err != nil {
 		return err
+	}
+	if pause != "" {
+		// The namespaces, PID and start time stay; the memory goes.
+		return fmt.Errorf("exec %s: %w", pause, unix.Exec(pause, []string{pause}, os.Environ()))
 	}
 	<-ctx.Done()
 	return nil

@@ -12,7 +12,7 @@ import (
 // NewCommand returns `kubernix sandbox-init`, run by unshare(1) inside new
 // namespaces; see node.SandboxInit.
 func NewCommand(env *common.Env) *cobra.Command {
-	var hostname, ready string
+	var hostname, ready, pause string
 	var shared []string
 	cmd := &cobra.Command{
 		Use:    "sandbox-init",
@@ -20,12 +20,13 @@ func NewCommand(env *common.Env) *cobra.Command {
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return node.SandboxInit(cmd.Context(), hostname, shared, ready)
+			return node.SandboxInit(cmd.Context(), hostname, shared, ready, pause)
 		},
 	}
 	cmd.Flags().StringVar(&hostname, "hostname", "", "hostname of the sandbox")
 	cmd.Flags().StringVar(&ready, "ready-file", "", "file written once the sandbox is set up")
 	cmd.Flags().StringArrayVar(&shared, "shared", nil, "directory to make an rshared bind mount")
+	cmd.Flags().StringVar(&pause, "exec", "", "program to exec once the sandbox is set up, to hold it")
 	_ = env
 	return cmd
 }
