@@ -67,7 +67,7 @@ $(BIN)/coredns: assets/versions.env
 	touch $@
 
 $(BIN)/pause: $(wildcard images/pause/*.go)
-	$(GO) build -ldflags '-s -w' -o $@ ./images/pause
+	$(GO) build -trimpath -ldflags '-s -w' -o $@ ./images/pause
 
 images: bins
 	$(GO) run ./hack/mkimage -bin-dir $(BIN) -out $(IMAGES)

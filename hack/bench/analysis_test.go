@@ -155,21 +155,29 @@ func TestLinearFit(t *testing.T) {
 	}
 }
 
-func TestMarginalRSS(t *testing.T) {
-	run := func(nodes int, total uint64, upErr string) Run {
-		return Run{Nodes: nodes, UpError: upErr, Memory: &Memory{TotalBytes: total}}
+func TestMarginalFit(t *testing.T) {
+	run := func(nodes int, rss, pss uint64, upErr string) Run {
+		return Run{Nodes: nodes, UpError: upErr, Memory: &Memory{TotalBytes: rss, TotalPSSBytes: pss}}
 	}
 	runs := []Run{
-		run(1, 1000, ""), run(1, 1200, ""), run(1, 1100, ""), // median 1100
-		run(3, 1700, ""), run(3, 9999, "up failed"), // failed runs do not count
+		run(1, 1000, 500, ""), run(1, 1200, 700, ""), run(1, 1100, 600, ""), // medians 1100, 600
+		run(3, 1700, 800, ""), run(3, 9999, 9999, "up failed"), // failed runs do not count
 		{Nodes: 5}, // no sample
 	}
-	f := marginalRSS(runs)
-	if f == nil || !near(f.Slope, 300) || !near(f.Intercept, 800) || len(f.Points) != 2 {
-		t.Errorf("marginalRSS = %+v, want slope 300 over 2 points", f)
+	rss := func(m *Memory) uint64 { return m.TotalBytes }
+	pss := func(m *Memory) uint64 { return m.TotalPSSBytes }
+	if f := marginalFit(runs, rss); f == nil || !near(f.Slope, 300) || !near(f.Intercept, 800) || len(f.Points) != 2 {
+		t.Errorf("RSS fit = %+v, want slope 300 over 2 points", f)
 	}
-	if f := marginalRSS(runs[:3]); f != nil {
+	if f := marginalFit(runs, pss); f == nil || !near(f.Slope, 100) || !near(f.Intercept, 500) {
+		t.Errorf("PSS fit = %+v, want slope 100, intercept 500", f)
+	}
+	if f := marginalFit(runs[:3], rss); f != nil {
 		t.Errorf("one size: %+v, want nil", f)
+	}
+	// Reports from before PSS was sampled have none: no fit, not a zero one.
+	if f := marginalFit([]Run{run(1, 1000, 0, ""), run(3, 1600, 0, "")}, pss); f != nil {
+		t.Errorf("no PSS: %+v, want nil", f)
 	}
 }
 

@@ -61,9 +61,13 @@ func SampleMemory(l Layout, nodes int, executor string) (*Memory, error) {
 				continue // exited in between
 			}
 			pr.RSSBytes += rss
+			if pss, err := pssOf(pid); err == nil {
+				pr.PSSBytes += pss
+			}
 		}
 		m.Processes = append(m.Processes, pr)
 		m.TotalBytes += pr.RSSBytes
+		m.TotalPSSBytes += pr.PSSBytes
 	}
 	recorded := func(scope, comp, as string, expected bool) {
 		if pid, ok := process.Running(p.Run(scope, comp)); ok {
@@ -114,18 +118,32 @@ func vmRSS(pid int) (uint64, error) {
 	return parseVmRSS(b)
 }
 
+// pssOf returns the proportional set size of pid in bytes, from
+// /proc/<pid>/smaps_rollup.
+func pssOf(pid int) (uint64, error) {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "smaps_rollup"))
+	if err != nil {
+		return 0, err
+	}
+	return parseKB(b, "Pss:")
+}
+
 // parseVmRSS extracts VmRSS (in bytes) from the text of /proc/<pid>/status.
 // A process without the field (a kernel thread, a zombie) has 0.
-func parseVmRSS(status []byte) (uint64, error) {
-	sc := bufio.NewScanner(bytes.NewReader(status))
+func parseVmRSS(status []byte) (uint64, error) { return parseKB(status, "VmRSS:") }
+
+// parseKB extracts the first "<field> <n> kB" line of a /proc file, in
+// bytes; 0 if there is none.
+func parseKB(text []byte, field string) (uint64, error) {
+	sc := bufio.NewScanner(bytes.NewReader(text))
 	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), "VmRSS:")
+		rest, ok := strings.CutPrefix(sc.Text(), field)
 		if !ok {
 			continue
 		}
 		f := strings.Fields(rest)
 		if len(f) != 2 || f[1] != "kB" {
-			return 0, fmt.Errorf("unexpected VmRSS line %q", sc.Text())
+			return 0, fmt.Errorf("unexpected %s line %q", strings.TrimSuffix(field, ":"), sc.Text())
 		}
 		kb, err := strconv.ParseUint(f[0], 10, 64)
 		return kb << 10, err

@@ -22,6 +22,7 @@ func TestParseVmRSS(t *testing.T) {
 		{"present", "Name:\tetcd\nVmPeak:\t  999 kB\nVmRSS:\t  117248 kB\nRssAnon:\t 1 kB\n", 117248 << 10, false},
 		{"absent (kernel thread)", "Name:\tkthreadd\nState:\tS\n", 0, false},
 		{"bad unit", "VmRSS:\t 12 MB\n", 0, true},
+		{"other fields ignored", "Rss:\t 5 kB\nPss:\t 3 kB\n", 0, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -37,6 +38,10 @@ func TestVmRSSSelf(t *testing.T) {
 	rss, err := vmRSS(os.Getpid())
 	if err != nil || rss == 0 {
 		t.Errorf("vmRSS(self) = %d, %v", rss, err)
+	}
+	pss, err := pssOf(os.Getpid())
+	if err != nil || pss == 0 || pss > rss {
+		t.Errorf("pssOf(self) = %d, %v; want 0 < PSS <= RSS %d", pss, err, rss)
 	}
 }
 

@@ -32,6 +32,8 @@ type Report struct {
 	Settings Settings  `json:"settings"`
 	Runs     []Run     `json:"runs"`
 	Summary  []Summary `json:"summary"`
+	// MarginalPSS is MarginalRSS for the total PSS.
+	MarginalPSS *Fit `json:"marginal_pss,omitempty"`
 	// MarginalRSS fits the median total RSS (bytes) of each size against its
 	// node count: Slope is the bytes each added node costs. Nil with fewer
 	// than two sizes measured.
@@ -153,6 +155,10 @@ type Memory struct {
 	SampledAfterSeconds float64   `json:"sampled_after_seconds"`
 	Processes           []ProcRSS `json:"processes"`
 	TotalBytes          uint64    `json:"total_bytes"`
+	// TotalPSSBytes is the sum of the processes' PSS: unlike RSS, it
+	// counts the pages processes share (every Kubernetes component runs
+	// the one multi-call binary) once, split between them.
+	TotalPSSBytes uint64 `json:"total_pss_bytes"`
 	// Missing lists the components expected to run that had no live process.
 	Missing []string `json:"missing,omitempty"`
 }
@@ -164,6 +170,9 @@ type ProcRSS struct {
 	Component string `json:"component"`
 	PIDs      []int  `json:"pids"`
 	RSSBytes  uint64 `json:"rss_bytes"`
+	// PSSBytes is the proportional set size (Pss of
+	// /proc/<pid>/smaps_rollup), summed like RSSBytes.
+	PSSBytes uint64 `json:"pss_bytes"`
 }
 
 // ImportRun is one timed `kubernix image load`.
@@ -211,6 +220,7 @@ type Summary struct {
 	Overhead        Stat   `json:"overhead"`
 	Down            Stat   `json:"down_seconds"`
 	RSSTotal        Stat   `json:"rss_total_bytes"`
+	PSSTotal        Stat   `json:"pss_total_bytes"`
 	// RSS is per component kind, summed over the nodes of a run.
 	RSS    []NamedStat `json:"rss_bytes"`
 	Phases []KindStat  `json:"phases"`
@@ -282,13 +292,14 @@ func (r *Report) Summarize() {
 	for _, k := range keys {
 		r.Summary = append(r.Summary, summarizeRuns(k.nodes, k.mode, groups[k]))
 	}
-	r.MarginalRSS = marginalRSS(r.Runs)
+	r.MarginalRSS = marginalFit(r.Runs, func(m *Memory) uint64 { return m.TotalBytes })
+	r.MarginalPSS = marginalFit(r.Runs, func(m *Memory) uint64 { return m.TotalPSSBytes })
 	r.Import.Ratios = importRatios(r.Summary)
 }
 
 func summarizeRuns(nodes int, mode string, runs []Run) Summary {
 	s := Summary{Nodes: nodes, Mode: mode, Runs: len(runs)}
-	var wall, sup, startup, prep, handover, cp, over, down, rss []float64
+	var wall, sup, startup, prep, handover, cp, over, down, rss, pss []float64
 	rssBy := map[string][]float64{}
 	var rssOrder []string
 	type kindAcc struct {
@@ -362,6 +373,9 @@ func summarizeRuns(nodes int, mode string, runs []Run) Summary {
 		}
 		if run.Memory != nil {
 			rss = append(rss, float64(run.Memory.TotalBytes))
+			if run.Memory.TotalPSSBytes > 0 {
+				pss = append(pss, float64(run.Memory.TotalPSSBytes))
+			}
 			perKind := map[string]float64{}
 			for _, p := range run.Memory.Processes {
 				if _, ok := perKind[p.Component]; !ok {
@@ -379,6 +393,7 @@ func summarizeRuns(nodes int, mode string, runs []Run) Summary {
 	s.Wall, s.SupervisorTotal, s.Prepare = Summarize(wall), Summarize(sup), Summarize(prep)
 	s.Startup, s.Handover = Summarize(startup), Summarize(handover)
 	s.CriticalPath, s.Overhead, s.Down, s.RSSTotal = Summarize(cp), Summarize(over), Summarize(down), Summarize(rss)
+	s.PSSTotal = Summarize(pss)
 	for _, name := range rssOrder {
 		s.RSS = append(s.RSS, NamedStat{Name: name, Stat: Summarize(rssBy[name])})
 	}
@@ -412,11 +427,11 @@ func mostCommon(m map[string]int) string {
 
 // marginalRSS fits the median total RSS of each size (all modes, runs with
 // a memory sample) against the node count.
-func marginalRSS(runs []Run) *Fit {
+func marginalFit(runs []Run, total func(*Memory) uint64) *Fit {
 	bySize := map[int][]float64{}
 	for _, r := range runs {
-		if r.Memory != nil && r.UpError == "" {
-			bySize[r.Nodes] = append(bySize[r.Nodes], float64(r.Memory.TotalBytes))
+		if r.Memory != nil && r.UpError == "" && total(r.Memory) > 0 {
+			bySize[r.Nodes] = append(bySize[r.Nodes], float64(total(r.Memory)))
 		}
 	}
 	var sizes []int
@@ -606,7 +621,7 @@ func (r *Report) markdownMemory(p func(format string, args ...any)) {
 	for _, c := range comps {
 		p(" %s |", c)
 	}
-	p(" total | total/nodes |\n|---:|---|%s---|---|\n", strings.Repeat("---:|", len(comps)))
+	p(" total | total/nodes | PSS total |\n|---:|---|%s---|---|---|\n", strings.Repeat("---:|", len(comps)))
 	for _, s := range r.Summary {
 		p("| %d | %s |", s.Nodes, s.Mode)
 		for _, c := range comps {
@@ -622,7 +637,7 @@ func (r *Report) markdownMemory(p func(format string, args ...any)) {
 		if s.RSSTotal.N > 0 && s.Nodes > 0 {
 			perNode = mib(s.RSSTotal.Median / float64(s.Nodes))
 		}
-		p(" %s | %s |\n", fmtStatFunc(s.RSSTotal, mib), perNode)
+		p(" %s | %s | %s |\n", fmtStatFunc(s.RSSTotal, mib), perNode, fmtStatFunc(s.PSSTotal, mib))
 	}
 	p("\nPer-node components are summed over the nodes. ")
 	if f := r.MarginalRSS; f != nil {
@@ -630,6 +645,10 @@ func (r *Report) markdownMemory(p func(format string, args ...any)) {
 			mib(f.Slope), len(f.Points), mib(f.Intercept))
 	} else {
 		p("Marginal RSS per added node: not available (needs two sizes).\n")
+	}
+	if f := r.MarginalPSS; f != nil {
+		p("PSS counts the pages processes share once (every Kubernetes component runs one multi-call binary): marginal PSS per added node **%s MiB** (intercept %s MiB).\n",
+			mib(f.Slope), mib(f.Intercept))
 	}
 
 }

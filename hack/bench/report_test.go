@@ -20,7 +20,8 @@ func fixtureReport(t *testing.T) *Report {
 	tm := loadTimings(t, "timings-2node.json")
 	start := time.Date(2026, 1, 2, 3, 0, 0, 0, time.UTC)
 	proc := func(scope, comp string, mib uint64) ProcRSS {
-		return ProcRSS{Scope: scope, Component: comp, PIDs: []int{100}, RSSBytes: mib << 20}
+		// Shared pages make PSS smaller: here, 60% of RSS.
+		return ProcRSS{Scope: scope, Component: comp, PIDs: []int{100}, RSSBytes: mib << 20, PSSBytes: mib << 20 * 6 / 10}
 	}
 	mem := func(nodes int, extra uint64) *Memory {
 		m := &Memory{SampledAfterSeconds: 5.01}
@@ -39,6 +40,7 @@ func fixtureReport(t *testing.T) *Report {
 		}
 		for _, p := range m.Processes {
 			m.TotalBytes += p.RSSBytes
+			m.TotalPSSBytes += p.PSSBytes
 		}
 		return m
 	}

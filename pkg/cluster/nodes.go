@@ -124,7 +124,10 @@ func (p *Plan) containerExecutor(nd *node.Node) *node.Container {
 		Unshare: p.Bin("unshare"), Nsenter: p.Bin("nsenter"), Self: self, Hostname: nd.Name,
 		ReadyFile:  node.ReadyFile(p.Paths.Run(nd.Name, "sandbox")),
 		SharedDirs: []string{np.KubeletRoot()},
-		Pause:      p.Bin("pause"),
+		// The kubelet's device plugin sockets live there whatever its
+		// root dir (k8s.io/kubelet/pkg/apis/deviceplugin DevicePluginPath).
+		PrivateDirs: []string{"/var/lib/kubelet"},
+		Pause:       p.Bin("pause"),
 	}
 }
 
@@ -145,12 +148,12 @@ func (c *Cluster) sandbox(nd *node.Node, ctr *node.Container) component.Componen
 			return nil
 		},
 		Probe: func(context.Context) error {
-			if _, err := os.Stat(ctr.ReadyFile); err != nil {
-				return fmt.Errorf("sandbox not set up yet")
-			}
 			pid, ok := process.Running(runDir)
 			if !ok {
 				return fmt.Errorf("sandbox holder not running")
+			}
+			if err := ctr.HolderReady(pid); err != nil {
+				return err
 			}
 			ctr.SetHolder(pid)
 			return nil

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -42,6 +43,11 @@ type Container struct {
 	ReadyFile string
 	// SharedDirs are bind-mounted onto themselves and made rshared inside.
 	SharedDirs []string
+	// PrivateDirs get an empty tmpfs of their own inside the sandbox: paths
+	// a component uses whatever its configuration, such as the kubelet's
+	// device plugin socket directory under /var/lib/kubelet, which the
+	// nodes would otherwise share (and race to bind).
+	PrivateDirs []string
 	// Pause, if set, is a program the holder execs once the sandbox is set
 	// up, to hold it with less memory than kubernix: one that blocks until
 	// SIGTERM and then exits 0, such as our pause (images/pause).
@@ -61,10 +67,38 @@ func (c *Container) HolderArgv() []string {
 	for _, d := range c.SharedDirs {
 		argv = append(argv, "--shared", d)
 	}
+	for _, d := range c.PrivateDirs {
+		argv = append(argv, "--private", d)
+	}
 	if c.Pause != "" {
 		argv = append(argv, "--exec", c.Pause)
 	}
 	return argv
+}
+
+// HolderReady reports (nil) whether the holder with PID pid has set the
+// sandbox up: it wrote ReadyFile and, with Pause set, has exec'd it. The
+// exec follows the ready file, and while a process execs its /proc entries
+// (its namespaces among them) can vanish for a moment.
+func (c *Container) HolderReady(pid int) error {
+	if _, err := os.Stat(c.ReadyFile); err != nil {
+		return fmt.Errorf("sandbox not set up yet")
+	}
+	if c.Pause == "" {
+		return nil
+	}
+	exe, err := os.Stat(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		return fmt.Errorf("sandbox holder %d: %w", pid, err)
+	}
+	pause, err := os.Stat(c.Pause)
+	if err != nil {
+		return err
+	}
+	if !os.SameFile(exe, pause) {
+		return fmt.Errorf("sandbox holder %d has not exec'd %s yet", pid, c.Pause)
+	}
+	return nil
 }
 
 // SetHolder records the PID of the running holder process.
@@ -100,10 +134,19 @@ func (c *Container) Teardown(context.Context) error { return nil }
 
 // SandboxInit is the body of `kubernix sandbox-init`, run by unshare inside
 // fresh network, mount and UTS namespaces: it sets the hostname, mounts a
-// private tmpfs on /run, makes each shared dir an rshared bind mount, writes
-// readyFile, and then blocks until ctx ends (SIGTERM). The network inside
-// (lo, eth0) is set up from the host by the network package.
-func SandboxInit(ctx context.Context, hostname string, shared []string, readyFile, pause string) error {
+// private tmpfs on /run and on each private dir, makes each shared dir an
+// rshared bind mount, writes readyFile, and then execs pause or, without
+// one, blocks until ctx ends (SIGTERM). The network inside (lo, eth0) is set
+// up from the host by the network package. A shared dir under a private
+// one is an error: the tmpfs would hide it.
+func SandboxInit(ctx context.Context, hostname string, shared, private []string, readyFile, pause string) error {
+	for _, p := range private {
+		for _, d := range shared {
+			if rel, err := filepath.Rel(p, d); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
+				return fmt.Errorf("%s lies under %s, which each node covers with a tmpfs of its own: choose another state dir", d, p)
+			}
+		}
+	}
 	if err := unix.Sethostname([]byte(hostname)); err != nil {
 		return fmt.Errorf("sethostname %s: %w", hostname, err)
 	}
@@ -113,6 +156,14 @@ func SandboxInit(ctx context.Context, hostname string, shared []string, readyFil
 	for _, d := range []string{"/run/netns", "/run/containerd", "/run/lock"} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
+		}
+	}
+	for _, d := range private {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+		if err := unix.Mount("tmpfs", d, "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
+			return fmt.Errorf("mount tmpfs on %s: %w", d, err)
 		}
 	}
 	for _, d := range shared {

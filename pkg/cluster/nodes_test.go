@@ -1,0 +1,86 @@
+package cluster
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+)
+
+// TestRegisterNode checks the Node kubernix makes before a kubelet starts:
+// a new one carries the pod CIDR and the addresses the kubelet will post;
+// one left from the previous run has its stale Ready=True reset to
+// Unknown; one with another pod CIDR is refused.
+func TestRegisterNode(t *testing.T) {
+	plan := testPlan(t, 3)
+	nd := plan.Nodes[1]
+	readyNode := func(podCIDR string, ready corev1.ConditionStatus) *corev1.Node {
+		return &corev1.Node{
+			ObjectMeta: metav1.ObjectMeta{Name: nd.Name},
+			Spec:       corev1.NodeSpec{PodCIDR: podCIDR},
+			Status: corev1.NodeStatus{Conditions: []corev1.NodeCondition{
+				{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse},
+				{Type: corev1.NodeReady, Status: ready, Reason: "KubeletReady"},
+			}},
+		}
+	}
+	tests := []struct {
+		name      string
+		existing  *corev1.Node
+		wantErr   string
+		wantReady corev1.ConditionStatus // "" when the node has no Ready condition
+		wantAddrs []corev1.NodeAddress
+	}{
+		{
+			name:      "new",
+			wantAddrs: []corev1.NodeAddress{{Type: corev1.NodeInternalIP, Address: nd.IP.String()}, {Type: corev1.NodeHostName, Address: nd.Name}},
+		},
+		{name: "stale ready", existing: readyNode(nd.PodCIDR.String(), corev1.ConditionTrue), wantReady: corev1.ConditionUnknown},
+		{name: "not ready stays", existing: readyNode(nd.PodCIDR.String(), corev1.ConditionFalse), wantReady: corev1.ConditionFalse},
+		{name: "other pod CIDR", existing: readyNode("10.99.0.0/24", corev1.ConditionTrue), wantErr: "has pod CIDR 10.99.0.0/24"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			client := fake.NewClientset()
+			if tt.existing != nil {
+				client = fake.NewClientset(tt.existing)
+			}
+			c := &Cluster{Plan: plan, client: client, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			err := c.registerNode(context.Background(), nd)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := client.CoreV1().Nodes().Get(context.Background(), nd.Name, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tt.existing == nil && (got.Spec.PodCIDR != nd.PodCIDR.String() || got.Labels["kubernix.io/cluster"] != plan.Cfg.Name) {
+				t.Errorf("new node spec %+v labels %v", got.Spec, got.Labels)
+			}
+			var ready corev1.ConditionStatus
+			for _, cond := range got.Status.Conditions {
+				if cond.Type == corev1.NodeReady {
+					ready = cond.Status
+				}
+			}
+			if ready != tt.wantReady {
+				t.Errorf("Ready = %q, want %q", ready, tt.wantReady)
+			}
+			if tt.wantAddrs != nil && !slices.Equal(got.Status.Addresses, tt.wantAddrs) {
+				t.Errorf("addresses %v, want %v", got.Status.Addresses, tt.wantAddrs)
+			}
+		})
+	}
+}
