@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -306,85 +307,89 @@ var kubeChainTables = []string{"filter", "nat", "mangle"}
 // them) that the kubelet and kube-proxy of a process-executor node create in
 // the host's namespace, IPv4 and IPv6. `kube-proxy --cleanup` leaves the
 // kubelet's (KUBE-FIREWALL, KUBE-KUBELET-CANARY, KUBE-IPTABLES-HINT), so
-// kubernix removes them all itself.
+// kubernix removes them all itself: per protocol one iptables-save and one
+// iptables-restore --noflush, as kube-proxy itself writes its rules (one
+// iptables call per rule took seconds).
 func removeKubeChains() error {
 	var errs []error
-	for _, proto := range []iptables.Protocol{iptables.ProtocolIPv4, iptables.ProtocolIPv6} {
-		ipt, err := iptables.NewWithProtocol(proto)
+	for _, family := range []string{"iptables", "ip6tables"} {
+		save, err1 := exec.LookPath(family + "-save")
+		restore, err2 := exec.LookPath(family + "-restore")
+		if err1 != nil || err2 != nil {
+			continue // no such family here: nothing to clean
+		}
+		dump, err := exec.Command(save).Output()
 		if err != nil {
-			continue // no ip6tables: nothing to clean
-		}
-		for _, table := range kubeChainTables {
-			errs = append(errs, removeChains(ipt, table, "KUBE-"))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-func removeChains(ipt *iptables.IPTables, table, prefix string) error {
-	chains, err := ipt.ListChains(table)
-	if err != nil {
-		return nil // table absent
-	}
-	var ours []string
-	for _, ch := range chains {
-		if strings.HasPrefix(ch, prefix) {
-			ours = append(ours, ch)
-		}
-	}
-	if len(ours) == 0 {
-		return nil
-	}
-	var errs []error
-	// Drop every rule that jumps to one of ours, in any chain.
-	for _, ch := range chains {
-		rules, err := ipt.List(table, ch)
-		if err != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", save, err))
 			continue
 		}
-		for _, r := range rules {
-			for _, target := range ours {
-				if strings.Contains(r, " -j "+target) || strings.Contains(r, " -g "+target) {
-					spec := strings.Fields(strings.TrimPrefix(r, "-A "+ch+" "))
-					if err := ipt.Delete(table, ch, unquote(spec)...); err != nil {
-						errs = append(errs, err)
-					}
-					break
-				}
-			}
+		script := kubeChainsRestore(string(dump), "KUBE-")
+		if script == "" {
+			continue
 		}
-	}
-	for _, ch := range ours {
-		if err := ipt.ClearAndDeleteChain(table, ch); err != nil {
-			errs = append(errs, err)
+		cmd := exec.Command(restore, "--noflush")
+		cmd.Stdin = strings.NewReader(script)
+		if out, err := cmd.CombinedOutput(); err != nil {
+			errs = append(errs, fmt.Errorf("%s --noflush: %w: %s", restore, err, bytes.TrimSpace(out)))
 		}
 	}
 	return errors.Join(errs...)
 }
 
-// unquote strips the quotes iptables -S puts around comments.
-func unquote(spec []string) []string {
-	out := make([]string, 0, len(spec))
-	joined := strings.Join(spec, " ")
-	var cur strings.Builder
-	inQuote := false
-	for _, r := range joined {
-		switch {
-		case r == '"':
-			inQuote = !inQuote
-		case r == ' ' && !inQuote:
-			if cur.Len() > 0 {
-				out = append(out, cur.String())
-				cur.Reset()
+// kubeChainsRestore turns an iptables-save dump into an iptables-restore
+// --noflush script that deletes, in each table, the rules of other chains
+// that jump (-j) or go (-g) to a chain named with prefix, then flushes and
+// deletes those chains. It returns "" when no table has such a chain.
+func kubeChainsRestore(dump, prefix string) string {
+	type table struct {
+		name    string
+		ours    []string
+		deletes []string
+	}
+	var tables []*table
+	var cur *table
+	jumpsToOurs := func(spec string) bool {
+		f := strings.Fields(spec)
+		for i := 0; i+1 < len(f); i++ {
+			if (f[i] == "-j" || f[i] == "-g") && strings.HasPrefix(f[i+1], prefix) {
+				return true
 			}
-		default:
-			cur.WriteRune(r)
+		}
+		return false
+	}
+	for _, line := range strings.Split(dump, "\n") {
+		switch {
+		case strings.HasPrefix(line, "*"):
+			cur = &table{name: strings.TrimPrefix(line, "*")}
+			tables = append(tables, cur)
+		case cur == nil:
+		case strings.HasPrefix(line, ":"+prefix):
+			cur.ours = append(cur.ours, strings.Fields(line[1:])[0])
+		case strings.HasPrefix(line, "-A "):
+			chain, spec, _ := strings.Cut(strings.TrimPrefix(line, "-A "), " ")
+			if !strings.HasPrefix(chain, prefix) && jumpsToOurs(spec) {
+				cur.deletes = append(cur.deletes, "-D "+chain+" "+spec)
+			}
 		}
 	}
-	if cur.Len() > 0 {
-		out = append(out, cur.String())
+	var b strings.Builder
+	for _, t := range tables {
+		if len(t.ours) == 0 {
+			continue
+		}
+		fmt.Fprintf(&b, "*%s\n", t.name)
+		for _, d := range t.deletes {
+			b.WriteString(d + "\n")
+		}
+		for _, ch := range t.ours {
+			fmt.Fprintf(&b, "-F %s\n", ch)
+		}
+		for _, ch := range t.ours {
+			fmt.Fprintf(&b, "-X %s\n", ch)
+		}
+		b.WriteString("COMMIT\n")
 	}
-	return out
+	return b.String()
 }
 
 // kubeChains lists the KUBE-* chains in the host's namespace.
