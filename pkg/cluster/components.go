@@ -27,6 +27,9 @@ func (c *Cluster) register(r *component.Registry) error {
 	if err := r.Add(cp...); err != nil {
 		return err
 	}
+	if err := r.Add(component.WithNeeds(controllerAccounts{c}, "kube-apiserver")); err != nil {
+		return err
+	}
 	for _, nd := range c.Plan.Nodes {
 		ncs, err := c.nodeComponents(nd)
 		if err != nil {

@@ -28,8 +28,10 @@ import (
 //     datastore.
 //   - ControlPlane: kube-apiserver. Controllers, nodes and addons all talk to
 //     it, and it needs only etcd.
-//   - Controller: kube-controller-manager, kube-scheduler, and each node's
-//     containerd. The controllers need the apiserver. containerd needs only
+//   - Controller: kube-controller-manager, kube-scheduler (and the service
+//     accounts of the controller-manager's controllers, made in advance),
+//     and each node's containerd. The controllers need the apiserver.
+//     containerd needs only
 //     its node's sandbox: it boots, and imports the built-in images, while
 //     etcd and the apiserver do.
 //   - NodeAgent: each node's kubelet and kube-proxy. The kubelet needs the

@@ -1,0 +1,83 @@
+package cluster
+
+import (
+	"context"
+	"strings"
+	"sync"
+
+	corev1 "k8s.io/api/core/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/kubernix/kubernix/pkg/component"
+)
+
+// controllerAccountsPrefix names the ClusterRoleBindings of the
+// controller-manager's controllers in the apiserver's bootstrap RBAC policy
+// (system:controller:<controller>), each bound to a service account of
+// that name in kube-system.
+const controllerAccountsPrefix = "system:controller:"
+
+// controllerAccounts is a component that creates, as soon as the apiserver
+// is ready, the service accounts that the bootstrap policy binds the
+// controllers' roles to. The controller-manager (with
+// --use-service-account-credentials) creates each itself, one after the
+// other, before any controller runs; made beforehand, in parallel, they
+// are only read. Nothing fails the boot here: what is not made, the
+// controller-manager still makes.
+type controllerAccounts struct{ c *Cluster }
+
+func (a controllerAccounts) Name() string           { return "controller-accounts" }
+func (a controllerAccounts) Phase() component.Phase { return component.Controller }
+
+func (a controllerAccounts) Start(ctx context.Context) (component.Stoppable, error) {
+	names, err := a.names(ctx)
+	if err != nil {
+		a.c.Log.Debug("controller service accounts not made in advance", "err", err)
+	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 8)
+	for _, name := range names {
+		wg.Go(func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceSystem}}
+			_, err := a.c.client.CoreV1().ServiceAccounts(metav1.NamespaceSystem).Create(ctx, sa, metav1.CreateOptions{FieldManager: "kubernix"})
+			if err != nil && !apierrors.IsAlreadyExists(err) {
+				a.c.Log.Debug("controller service account not made in advance", "name", name, "err", err)
+			}
+		})
+	}
+	wg.Wait()
+	return component.StopFunc(func(context.Context) error { return nil }), nil
+}
+
+// names lists the kube-system service accounts bound by the controllers'
+// bootstrap ClusterRoleBindings.
+func (a controllerAccounts) names(ctx context.Context) ([]string, error) {
+	crbs, err := a.c.client.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return nil, err
+	}
+	return controllerAccountNames(crbs.Items), nil
+}
+
+// controllerAccountNames returns the kube-system service accounts that the
+// bindings named with controllerAccountsPrefix bind, each once, in order.
+func controllerAccountNames(crbs []rbacv1.ClusterRoleBinding) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, crb := range crbs {
+		if !strings.HasPrefix(crb.Name, controllerAccountsPrefix) {
+			continue
+		}
+		for _, s := range crb.Subjects {
+			if s.Kind == rbacv1.ServiceAccountKind && s.Namespace == metav1.NamespaceSystem && !seen[s.Name] {
+				seen[s.Name] = true
+				out = append(out, s.Name)
+			}
+		}
+	}
+	return out
+}
