@@ -89,18 +89,59 @@ func (a *addon) Start(ctx context.Context) (component.Stoppable, error) {
 			last = err
 			return false, nil
 		}
+		available := false
 		for _, cond := range d.Status.Conditions {
 			if cond.Type == appsv1.DeploymentAvailable && cond.Status == corev1.ConditionTrue && d.Status.ObservedGeneration >= d.Generation {
-				return true, nil
+				available = true
 			}
 		}
-		last = fmt.Errorf("deployment %s not Available (%d/%d ready)", a.deployment, d.Status.ReadyReplicas, d.Status.Replicas)
-		return false, nil
+		if !available {
+			last = fmt.Errorf("deployment %s not Available (%d/%d ready)", a.deployment, d.Status.ReadyReplicas, d.Status.Replicas)
+			return false, nil
+		}
+		// On a restart etcd still holds the last run's status, Available
+		// included: count only pods that became Ready in this run.
+		ready, err := a.readyPodsSince(ctx, d, a.c.began)
+		if err != nil {
+			last = err
+			return false, nil
+		}
+		want := int32(1)
+		if d.Spec.Replicas != nil {
+			want = *d.Spec.Replicas
+		}
+		if int32(ready) < want {
+			last = fmt.Errorf("deployment %s: %d of %d pods Ready since this up began", a.deployment, ready, want)
+			return false, nil
+		}
+		return true, nil
 	})
 	if err != nil {
 		return nil, errors.Join(err, last)
 	}
 	return component.StopFunc(func(context.Context) error { return nil }), nil
+}
+
+// readyPodsSince counts the pods of d whose Ready condition turned True at
+// or after since (to the second, the precision the API keeps).
+func (a *addon) readyPodsSince(ctx context.Context, d *appsv1.Deployment, since time.Time) (int, error) {
+	selector, err := metav1.LabelSelectorAsSelector(d.Spec.Selector)
+	if err != nil {
+		return 0, err
+	}
+	pods, err := a.c.client.CoreV1().Pods(d.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector.String()})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, p := range pods.Items {
+		for _, cond := range p.Status.Conditions {
+			if cond.Type == corev1.PodReady && cond.Status == corev1.ConditionTrue && !cond.LastTransitionTime.Time.Before(since.Truncate(time.Second)) {
+				n++
+			}
+		}
+	}
+	return n, nil
 }
 
 // addonManifest applies an addon's manifest.

@@ -56,6 +56,9 @@ type Cluster struct {
 	registry   *component.Registry
 	timings    *timings
 	images     imagesFolder // images.go
+	// began is when this up started: status older than that (etcd keeps
+	// the last run's) says nothing about this run.
+	began time.Time
 	// importer reads each image tarball once for all nodes (built-in
 	// images and the images folder's).
 	importer *containerd.Importer
@@ -104,6 +107,7 @@ func Up(ctx context.Context, plan *Plan, log *slog.Logger, opts Options) (*Clust
 		}
 	}
 	begin := time.Now()
+	c.began = begin
 	err := c.up(ctx)
 	if err != nil {
 		if opts.Retain {

@@ -224,6 +224,7 @@ func TestSingleNode(t *testing.T) {
 	}
 
 	t.Run("up again reuses the PKI", func(t *testing.T) {
+		upStart := time.Now().Truncate(time.Second)
 		e.mustKubernix(ctx, "up", "--detach")
 		caAfter, err := os.Stat(filepath.Join(e.stateDir, "pki", "ca.crt"))
 		if err != nil {
@@ -233,6 +234,22 @@ func TestSingleNode(t *testing.T) {
 			t.Errorf("CA rewritten on the second up: %s -> %s", caBefore.ModTime(), caAfter.ModTime())
 		}
 		e.mustKubectl(ctx, "wait", "--for=condition=Ready", "node/e2e-single-node-0", "--timeout=60s")
+		// up returns once CoreDNS is Available in this run: etcd still
+		// holds the last run's Available status, which must not count. So
+		// a CoreDNS container started by this run must already be Ready.
+		out := e.mustKubectl(ctx, "-n", "kube-system", "get", "pods", "-l", "k8s-app=kube-dns", "-o",
+			`jsonpath={range .items[*]}{.status.containerStatuses[0].ready} {.status.containerStatuses[0].state.running.startedAt}{"\n"}{end}`)
+		fresh := false
+		for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+			ready, started, _ := strings.Cut(line, " ")
+			at, err := time.Parse(time.RFC3339, started)
+			if ready == "true" && err == nil && !at.Before(upStart) {
+				fresh = true
+			}
+		}
+		if !fresh {
+			t.Errorf("right after the second up, no CoreDNS container of this run (started at or after %s) is ready:\n%s", upStart.Format(time.RFC3339), out)
+		}
 		e.mustKubernix(ctx, "down")
 		if left := e.leftovers([]string{"e2e-single-node-0"}, true); len(left) > 0 {
 			t.Fatalf("second down left behind:\n%s", strings.Join(left, "\n"))
