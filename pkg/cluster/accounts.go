@@ -3,8 +3,8 @@ package cluster
 import (
 	"context"
 	"strings"
-	"sync"
 
+	"golang.org/x/sync/errgroup"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -36,20 +36,19 @@ func (a controllerAccounts) Start(ctx context.Context) (component.Stoppable, err
 	if err != nil {
 		a.c.Log.Debug("controller service accounts not made in advance", "err", err)
 	}
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, 8)
+	var g errgroup.Group
+	g.SetLimit(8)
 	for _, name := range names {
-		wg.Go(func() {
-			sem <- struct{}{}
-			defer func() { <-sem }()
+		g.Go(func() error {
 			sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceSystem}}
 			_, err := a.c.client.CoreV1().ServiceAccounts(metav1.NamespaceSystem).Create(ctx, sa, metav1.CreateOptions{FieldManager: "kubernix"})
 			if err != nil && !apierrors.IsAlreadyExists(err) {
 				a.c.Log.Debug("controller service account not made in advance", "name", name, "err", err)
 			}
+			return nil // not fatal: the controller-manager makes what is missing
 		})
 	}
-	wg.Wait()
+	_ = g.Wait()
 	return component.StopFunc(func(context.Context) error { return nil }), nil
 }
 

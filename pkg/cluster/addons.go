@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"text/template"
 	"time"
 
@@ -81,7 +82,7 @@ func (a *addon) Phase() component.Phase { return component.Addons }
 // Start waits for the addon's Deployment to be Available. Its pods go when
 // their node's containerd stops.
 func (a *addon) Start(ctx context.Context) (component.Stoppable, error) {
-	ns, name, _ := cutNamespace(a.deployment)
+	ns, name, _ := strings.Cut(a.deployment, "/")
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		d, err := a.c.client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
@@ -159,15 +160,6 @@ func (m *addonManifest) Start(ctx context.Context) (component.Stoppable, error) 
 		return nil, fmt.Errorf("apply %s: %w", m.a.name, err)
 	}
 	return component.StopFunc(func(context.Context) error { return nil }), nil
-}
-
-func cutNamespace(s string) (ns, name string, ok bool) {
-	for i := range s {
-		if s[i] == '/' {
-			return s[:i], s[i+1:], true
-		}
-	}
-	return "", s, false
 }
 
 // apply server-side-applies every object of a multi-document YAML manifest
