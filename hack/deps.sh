@@ -6,7 +6,8 @@ set -euo pipefail
 packages=(
 	runc crun                       # OCI runtimes (containerd's runc v2 shim runs one)
 	containernetworking-plugins     # CNI: bridge, host-local, loopback, portmap -> /usr/lib/cni
-	iptables iproute2 conntrack     # kube-proxy, node networking
+	nftables                        # nft: kube-proxy (nftables mode)
+	iptables iproute2               # node networking (masquerade, CNI portmap)
 	util-linux                      # nsenter, unshare, mount
 	busybox-static                  # the shell and tools in the built-in agnhost image
 	rootlesskit slirp4netns uidmap  # rootless mode

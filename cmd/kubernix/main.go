@@ -19,7 +19,11 @@ import (
 )
 
 func main() {
-	stopProfile := startProfile(os.Getenv("KUBERNIX_CPUPROFILE"))
+	profile := os.Getenv("KUBERNIX_CPUPROFILE")
+	if len(os.Args) > 1 && os.Args[1] == "sandbox-init" {
+		profile = ""
+	}
+	stopProfile := startProfile(profile)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Run(ctx, common.DefaultStreams(), os.Args[1:], os.Environ())
 	stop()

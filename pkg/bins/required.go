@@ -29,7 +29,7 @@ func Required() []Binary {
 		{Name: "unshare", VersionArgs: []string{"--version"}, Hint: "apt-get install util-linux"},
 		{Name: "nsenter", VersionArgs: []string{"--version"}, Hint: "apt-get install util-linux"},
 		{Name: "ip", VersionArgs: []string{"-V"}, Hint: "apt-get install iproute2"},
-		{Name: "conntrack", VersionArgs: []string{"--version"}, Optional: true, Hint: "apt-get install conntrack (kube-proxy flushes stale UDP entries with it)"},
+		{Name: "nft", VersionArgs: []string{"--version"}, Hint: "apt-get install nftables (kube-proxy runs in nftables mode)"},
 		// Our pause program (images/pause): it also holds each node
 		// sandbox's namespaces, in a fraction of kubernix's memory. It has
 		// no version to print: it would block.

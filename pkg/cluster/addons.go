@@ -68,7 +68,7 @@ const manifestSuffix = "-manifest"
 // components returns the addon's two components; before names every
 // component that starts before the addons.
 func (a *addon) components(before []string) []component.Component {
-	apply := component.WithNeeds(&addonManifest{a}, "kube-apiserver")
+	apply := component.WithNeeds(&addonManifest{a}, APIServerReady)
 	return []component.Component{apply, component.WithNeeds(a, append(slices.Clone(before), apply.Name())...)}
 }
 

@@ -18,6 +18,7 @@ import (
 
 	"github.com/coreos/go-iptables/iptables"
 	"golang.org/x/sys/unix"
+	"sigs.k8s.io/knftables"
 
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/containerd"
@@ -92,6 +93,7 @@ func Cleanup(ctx context.Context, plan *Plan, log *slog.Logger) error {
 		add(unmountUnder(plan.Paths.State))
 		add(network.Teardown(plan.Cfg.Name))
 		if plan.Executor == config.ExecutorProcess {
+			add(removeKubeProxyTables(ctx))
 			add(removeKubeChains())
 		}
 	}
@@ -299,13 +301,39 @@ func unmountUnder(dir string) error {
 	return errors.Join(errs...)
 }
 
+// kubeProxyTable is the nftables table of kube-proxy's nftables mode, in
+// the ip and ip6 families (k8s.io/kubernetes pkg/proxy/nftables).
+const kubeProxyTable = "kube-proxy"
+
+// removeKubeProxyTables deletes the tables that the kube-proxy of a
+// process-executor node made in the host's namespace. A table that is not
+// there is no error.
+func removeKubeProxyTables(ctx context.Context) error {
+	var errs []error
+	for _, family := range []knftables.Family{knftables.IPv4Family, knftables.IPv6Family} {
+		nft, err := knftables.New(family, kubeProxyTable)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("nftables %s: %w", family, err))
+			continue
+		}
+		tx := nft.NewTransaction()
+		tx.Delete(&knftables.Table{})
+		if err := nft.Run(ctx, tx); err != nil && !knftables.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete nftables table %s %s: %w", family, kubeProxyTable, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 // kubeChainTables are the tables where the kubelet and kube-proxy create
 // KUBE-* chains.
 var kubeChainTables = []string{"filter", "nat", "mangle"}
 
 // removeKubeChains removes the KUBE-* chains (and the rules jumping to
-// them) that the kubelet and kube-proxy of a process-executor node create in
-// the host's namespace, IPv4 and IPv6. `kube-proxy --cleanup` leaves the
+// them) that the kubelet and kube-proxy of a process-executor node created
+// in the host's namespace, IPv4 and IPv6, before kube-proxy ran in
+// nftables mode and the kubelet made no iptables chains (a cluster of an
+// older kubernix, or a kubelet started by hand). `kube-proxy --cleanup` leaves the
 // kubelet's (KUBE-FIREWALL, KUBE-KUBELET-CANARY, KUBE-IPTABLES-HINT), so
 // kubernix removes them all itself: per protocol one iptables-save and one
 // iptables-restore --noflush, as kube-proxy itself writes its rules (one

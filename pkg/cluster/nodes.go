@@ -14,6 +14,9 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	utilnet "k8s.io/apimachinery/pkg/util/net"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 
 	"github.com/kubernix/kubernix/assets"
 	"github.com/kubernix/kubernix/pkg/component"
@@ -63,7 +66,7 @@ func (c *Cluster) nodeComponents(nd *node.Node) ([]component.Component, error) {
 	comps = append(comps,
 		component.WithNeeds(ctrd, sandbox...),
 		component.WithNeeds(c.captured(nd, c.kubelet(nd)), "kube-apiserver", ctrd.Name()),
-		component.WithNeeds(c.captured(nd, c.kubeProxy(nd)), append([]string{"kube-apiserver"}, sandbox...)...),
+		component.WithNeeds(c.captured(nd, c.kubeProxy(nd)), append([]string{APIServerReady}, sandbox...)...),
 	)
 	return comps, nil
 }
@@ -401,7 +404,11 @@ func (c *Cluster) kubelet(nd *node.Node) component.Component {
 				return err
 			}
 			started.Store(time.Now().Unix())
-			return c.registerNode(ctx, nd)
+			// The apiserver serves, but may not be ready yet: its
+			// admission and storage can still refuse for a moment.
+			return retry.OnError(registerBackoff, isTransient, func() error {
+				return c.registerNode(ctx, nd)
+			})
 		},
 		Probe: func(ctx context.Context) error {
 			if err := health(ctx); err != nil {
@@ -410,6 +417,20 @@ func (c *Cluster) kubelet(nd *node.Node) component.Component {
 			return c.nodeReady(ctx, nd.Name, time.Unix(started.Load(), 0))
 		},
 	}
+}
+
+// registerBackoff spaces the attempts to register a node while the
+// apiserver is still starting: 12 attempts, 100 ms apart growing by half
+// each time, about 17 s in all. (A Cap would end the backoff once
+// reached: wait.Backoff.Step.)
+var registerBackoff = wait.Backoff{Duration: 100 * time.Millisecond, Factor: 1.5, Steps: 12}
+
+// isTransient tells errors of an apiserver that is starting (connection
+// refused, 429, 5xx, timeouts) from final ones.
+func isTransient(err error) bool {
+	return utilnet.IsConnectionRefused(err) || apierrors.IsTooManyRequests(err) ||
+		apierrors.IsServiceUnavailable(err) || apierrors.IsInternalError(err) ||
+		apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsUnexpectedServerError(err)
 }
 
 // registerNode creates the Node object with its pod CIDR before the kubelet
@@ -501,7 +522,7 @@ func (c *Cluster) kubeProxySpec(nd *node.Node) kubeproxy.Spec {
 		Binary: c.Plan.Bin("kube-proxy"), NodeName: nd.Name, NodeIP: nd.IP,
 		Kubeconfig: c.Plan.Paths.Kubeconfig("kube-proxy"), ConfigFile: np.KubeProxyConfig(),
 		ClusterCIDR: c.Plan.Net.Cluster, CanLowerOOMScore: c.Plan.Facts.HasSysResource,
-		SetConntrack: false,
+		SetConntrack: false, ToolDir: np.KubeProxyPath(), Env: c.env(),
 	}
 }
 
@@ -512,6 +533,9 @@ func (c *Cluster) kubeProxy(nd *node.Node) component.Component {
 		Command: c.cmd(nd.Name, "kube-proxy", kubeproxy.Command(spec)),
 		Wrap:    nd.Exec.Wrapper,
 		Prepare: func(context.Context) error {
+			if err := kubeproxy.LinkTools(spec, c.Plan.Bin("nft")); err != nil {
+				return err
+			}
 			b, err := kubeproxy.Render(spec)
 			if err != nil {
 				return err

@@ -2,14 +2,20 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
+	"net"
+	"os"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/kubernetes/fake"
 )
 
@@ -82,5 +88,28 @@ func TestRegisterNode(t *testing.T) {
 				t.Errorf("addresses %v, want %v", got.Status.Addresses, tt.wantAddrs)
 			}
 		})
+	}
+}
+
+func TestIsTransient(t *testing.T) {
+	gr := schema.GroupResource{Resource: "nodes"}
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"connection refused", &net.OpError{Op: "dial", Err: &os.SyscallError{Syscall: "connect", Err: syscall.ECONNREFUSED}}, true},
+		{"service unavailable", apierrors.NewServiceUnavailable("starting"), true},
+		{"too many requests", apierrors.NewTooManyRequests("busy", 1), true},
+		{"internal error", apierrors.NewInternalError(errors.New("etcd")), true},
+		{"server timeout", apierrors.NewServerTimeout(gr, "create", 1), true},
+		{"already exists", apierrors.NewAlreadyExists(gr, "n"), false},
+		{"invalid", apierrors.NewInvalid(schema.GroupKind{Kind: "Node"}, "n", nil), false},
+		{"forbidden", apierrors.NewForbidden(gr, "n", errors.New("no")), false},
+	}
+	for _, tt := range tests {
+		if got := isTransient(tt.err); got != tt.want {
+			t.Errorf("%s: isTransient = %v, want %v", tt.name, got, tt.want)
+		}
 	}
 }

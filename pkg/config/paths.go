@@ -102,6 +102,10 @@ func (n NodePaths) CNIData() string { return filepath.Join(n.Dir, "cni", "data")
 // KubeProxyConfig is the rendered KubeProxyConfiguration file.
 func (n NodePaths) KubeProxyConfig() string { return filepath.Join(n.Dir, "kube-proxy.yaml") }
 
+// KubeProxyPath is the directory that is the node's kube-proxy's whole
+// PATH: it holds only a link to nft (see pkg/components/kubeproxy).
+func (n NodePaths) KubeProxyPath() string { return filepath.Join(n.Dir, "kube-proxy-path") }
+
 // Sockets lists every unix socket path kubernix or the components create
 // under the node's directory, for the MaxSocketPath check.
 func (n NodePaths) Sockets() []string {

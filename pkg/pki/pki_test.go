@@ -2,7 +2,8 @@ package pki
 
 import (
 	"bytes"
-	"crypto/rsa"
+	"crypto"
+	"crypto/ecdsa"
 	"crypto/x509"
 	"encoding/base64"
 	"io/fs"
@@ -179,15 +180,18 @@ func checkBundle(t *testing.T, spec Spec, b *Bundle, fresh bool) {
 	t.Run("service-account", func(t *testing.T) {
 		checkMode(t, b.ServiceAccountKey, 0o600)
 		checkMode(t, b.ServiceAccountPub, 0o644)
-		key, err := loadRSAKey(b.ServiceAccountKey)
+		key, err := loadServiceAccountKey(b.ServiceAccountKey)
 		if err != nil {
 			t.Fatal(err)
+		}
+		if _, ok := key.(*ecdsa.PrivateKey); fresh && !ok {
+			t.Errorf("new service-account key is %T, want ECDSA", key)
 		}
 		pubs, err := keyutil.PublicKeysFromFile(b.ServiceAccountPub)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if pub, ok := pubs[0].(*rsa.PublicKey); !ok || !pub.Equal(&key.PublicKey) {
+		if pub, ok := pubs[0].(interface{ Equal(crypto.PublicKey) bool }); !ok || !pub.Equal(key.Public()) {
 			t.Errorf("public key %T does not match the private key", pubs[0])
 		}
 	})

@@ -28,6 +28,8 @@ type env struct {
 	cidr       string
 	kubeconfig string // the user kubeconfig kubernix merges into
 	extra      []string
+	// netnsBefore are the entries of /run/netns when the test began.
+	netnsBefore map[string]bool
 }
 
 // newEnv skips unless the test can start clusters, and returns an env for
@@ -49,7 +51,18 @@ func newEnv(t *testing.T, name, cidr string, extra ...string) *env {
 	return &env{
 		t: t, binDir: binDir, name: name, stateDir: state, cidr: cidr,
 		kubeconfig: filepath.Join(state, "user-kubeconfig"), extra: extra,
+		netnsBefore: runNetns(),
 	}
+}
+
+// runNetns lists the named network namespaces in /run/netns.
+func runNetns() map[string]bool {
+	out := map[string]bool{}
+	entries, _ := os.ReadDir("/run/netns")
+	for _, e := range entries {
+		out[e.Name()] = true
+	}
+	return out
 }
 
 // args are the flags naming this cluster.
@@ -157,11 +170,14 @@ func hash8(name string) string {
 // leftovers inspects the host independently of kubernix's own bookkeeping
 // and lists what of the cluster remains. It checks:
 //   - processes: any whose command line or cwd mentions the state dir;
-//   - mounts: under the state dir, and network namespaces under /run/netns
-//     that are mounted from it;
+//   - mounts: under the state dir (pods' network namespaces among them);
+//   - network namespaces in /run/netns that were not there when the test
+//     began (no other test of this package makes any);
 //   - links: the cluster bridge, CNI bridge and node veths (by name hash);
 //   - iptables: the cluster's KUBERNIX-* chains, and KUBE-* chains in the
 //     host namespace (process executor);
+//   - nftables: kube-proxy's tables in the host namespace (process
+//     executor);
 //   - cgroups: /kubernix/<node> in every hierarchy.
 func (e *env) leftovers(nodes []string, hostKubeChains bool) []string {
 	e.t.Helper()
@@ -180,6 +196,19 @@ func (e *env) leftovers(nodes []string, hostKubeChains bool) []string {
 	for _, line := range strings.Split(string(mounts), "\n") {
 		if strings.Contains(line, e.stateDir) {
 			out = append(out, "mount: "+line)
+		}
+	}
+	for name := range runNetns() {
+		if !e.netnsBefore[name] {
+			out = append(out, "netns: /run/netns/"+name)
+		}
+	}
+	if hostKubeChains {
+		tables, _ := exec.Command("nft", "list", "tables").Output()
+		for _, line := range strings.Split(string(tables), "\n") {
+			if strings.HasSuffix(strings.TrimSpace(line), " kube-proxy") {
+				out = append(out, "nftables: "+line)
+			}
 		}
 	}
 	h := hash8(e.name)

@@ -115,6 +115,13 @@ func Config(s Spec) *kubeletv1beta1.KubeletConfiguration {
 		RegisterNode:                 &t,
 		MaxPods:                      110,
 		EnableControllerAttachDetach: &t,
+		// The kubelet's iptables chains are KUBE-FIREWALL, which drops
+		// traffic to 127.0.0.0/8 from elsewhere once kube-proxy sets
+		// route_localnet for localhost NodePorts (never here: nftables
+		// mode, NodePorts on the node IP only), and canaries that watch
+		// for the chains being flushed: about twenty iptables runs per
+		// node and start, for nothing.
+		MakeIPTablesUtilChains: &f,
 	}
 	if s.CgroupV1 {
 		c.FailCgroupV1 = &f
