@@ -115,7 +115,7 @@ test: deps bins images build vet
 # Benchmark (issue #7): up/down real clusters of each size, several runs,
 # and report time to Ready, boot phases, memory, teardown and image import
 # under $(OUT)/bench (latest.md). Needs root. Quick: BENCH_FLAGS='-nodes 1 -runs 1'.
-BENCH_FLAGS ?= -nodes 1,3,5,10 -runs 3
+BENCH_FLAGS ?= -nodes 1,3,5,10 -runs 5 -cold 3
 bench: bins images build
 	$(GO) run ./hack/bench -bin-dir $(BIN) -out $(OUT)/bench $(BENCH_FLAGS)
 

@@ -7,9 +7,9 @@ pkgs.mkShell {
     runc
     crun
     cni-plugins
+    nftables # nft: kube-proxy runs in nftables mode
     iptables
     iproute2
-    conntrack-tools
     util-linux
     pkgsStatic.busybox
     rootlesskit

@@ -36,7 +36,7 @@ func (b *bench) run(ctx context.Context) (err error) {
 			o.name, o.stateDir, pid, filepath.Join(o.binDir, "kubernix"), o.name, o.stateDir)
 	}
 	b.report = Report{Started: time.Now(), Settings: Settings{
-		Nodes: o.nodes, Runs: o.runs, Name: o.name, StateDir: o.stateDir, CIDR: o.cidr,
+		Nodes: o.nodes, Runs: o.runs, ColdRuns: o.cold, Name: o.name, StateDir: o.stateDir, CIDR: o.cidr,
 		RSSDelaySeconds: o.rssDelay.Seconds(), TimeoutSeconds: o.timeout.Seconds(),
 		SkipImport: o.skipImport, ImportNodes: o.importNodes,
 	}}
@@ -160,14 +160,14 @@ func (b *bench) prepareImport(ctx context.Context, dir string) {
 	b.image, b.imageBytes = path, size
 }
 
-// runOnce is one up, measure, down cycle of a cluster of nodes; index 1 is
-// the cold run (fresh state dir). Whatever happens, it runs down and looks
+// runOnce is one up, measure, down cycle of a cluster of nodes; indexes 1
+// to -cold are cold runs (each from a fresh state dir). Whatever happens, it runs down and looks
 // for leftovers.
 func (b *bench) runOnce(ctx context.Context, nodes, index int) (r Run) {
 	o, k := b.opts, b.k
 	r = Run{Nodes: nodes, Index: index, Mode: ModeWarm, Started: time.Now()}
 	fail := func(format string, args ...any) { r.Failures = append(r.Failures, fmt.Sprintf(format, args...)) }
-	if index == 1 {
+	if index <= o.cold {
 		r.Mode = ModeCold
 		if err := b.freshStateDir(ctx); err != nil {
 			fail("prepare a fresh state dir: %v", err)

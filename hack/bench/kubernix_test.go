@@ -104,9 +104,11 @@ func TestParseFlags(t *testing.T) {
 		wantErr []string
 	}{
 		{"defaults", nil, []int{1, 3, 5, 10}, nil},
-		{"quick", []string{"-nodes", "1", "-runs", "1"}, []int{1}, nil},
+		{"quick: -cold follows a smaller -runs", []string{"-nodes", "1", "-runs", "1"}, []int{1}, nil},
 		{"every problem at once", []string{"-nodes", "0,2", "-runs", "0", "-timeout", "0s", "-state-dir", "/tmp"},
 			nil, []string{"-nodes: 0", "-runs 0", "-timeout 0s", "-state-dir /tmp"}},
+		{"more cold runs than runs", []string{"-runs", "2", "-cold", "3"}, nil, []string{"-cold 3: from 1 to -runs (2)"}},
+		{"no cold run", []string{"-cold", "0"}, nil, []string{"-cold 0"}},
 		{"socket path too long", []string{"-nodes", "1", "-state-dir", "/tmp/" + strings.Repeat("x", 90)}, nil, []string{"socket path"}},
 		{"not a number", []string{"-nodes", "1,x"}, nil, []string{`"x" is not an integer`}},
 	}

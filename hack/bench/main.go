@@ -16,10 +16,10 @@
 // (sizes in -import-nodes, when this kubernix has the verb); the time of
 // `kubernix down`; and what down left on the host.
 //
-// The first run of each size is cold: its state dir is fresh, so up
-// generates the PKI and starts with empty etcd and containerd stores. Later
-// runs of the size are warm: they reuse that state dir (PKI, etcd data,
-// imported images). Rows of the report are per size and mode. After the
+// The first -cold runs of each size are cold: each starts from a fresh
+// state dir, so up generates the PKI and starts with empty etcd and
+// containerd stores. The later runs of the size are warm: they reuse the
+// last cold run's state dir (PKI, etcd data, imported images). Rows of the report are per size and mode. After the
 // last run the state dir is removed, unless -keep-state or a run failed.
 // A failed or interrupted up is followed by a SIGTERM to the detached
 // supervisor it started (by PID), then down.
@@ -65,6 +65,7 @@ func main() {
 type options struct {
 	nodes       intList
 	runs        int
+	cold        int // how many of runs are cold
 	out         string
 	binDir      string
 	skipImport  bool
@@ -102,13 +103,14 @@ func parseFlags(stderr io.Writer, args []string) (options, error) {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Var(&o.nodes, "nodes", "comma-separated cluster sizes to measure")
-	fs.IntVar(&o.runs, "runs", 3, "runs per size: the first cold (fresh state dir), the others warm (state dir reused)")
+	fs.IntVar(&o.runs, "runs", 5, "runs per size: the first -cold of them cold (fresh state dir), the others warm (state dir reused)")
+	fs.IntVar(&o.cold, "cold", 3, "how many of each size's runs are cold (1 to -runs; unset: at most -runs)")
 	fs.StringVar(&o.out, "out", "_output/bench", "directory for the reports (bench-<time>.json/.md/.log, latest.json/.md)")
 	fs.StringVar(&o.binDir, "bin-dir", "_output/bin", "directory holding kubernix, kubectl and the upstream binaries")
 	fs.BoolVar(&o.skipImport, "skip-import", false, "do not measure the image import")
 	fs.DurationVar(&o.timeout, "timeout", 10*time.Minute, "bound of each kubernix command (up also gets it as --timeout)")
 	fs.StringVar(&o.name, "name", "bench", "cluster name")
-	fs.StringVar(&o.stateDir, "state-dir", "/tmp/kx-bench", "state directory (removed before each size's first run)")
+	fs.StringVar(&o.stateDir, "state-dir", "/tmp/kx-bench", "state directory (removed before each cold run)")
 	fs.StringVar(&o.cidr, "cidr", "10.210.0.0/16", "cluster CIDR; must not overlap other clusters on the machine")
 	fs.DurationVar(&o.rssDelay, "rss-delay", 5*time.Second, "how long after up returned the memory is sampled")
 	fs.IntVar(&o.importMB, "import-mb", 50, "size of the generated image's layer, in MB (10^6 bytes)")
@@ -137,6 +139,14 @@ func parseFlags(stderr io.Writer, args []string) (options, error) {
 	}
 	if o.runs < 1 {
 		errs = append(errs, fmt.Errorf("-runs %d: at least 1", o.runs))
+	}
+	coldSet := false
+	fs.Visit(func(f *flag.Flag) { coldSet = coldSet || f.Name == "cold" })
+	if !coldSet && o.runs >= 1 {
+		o.cold = min(o.cold, o.runs)
+	}
+	if o.cold < 1 || (o.runs >= 1 && o.cold > o.runs) {
+		errs = append(errs, fmt.Errorf("-cold %d: from 1 to -runs (%d)", o.cold, o.runs))
 	}
 	if o.timeout <= 0 {
 		errs = append(errs, fmt.Errorf("-timeout %s: must be positive", o.timeout))

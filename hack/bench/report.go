@@ -68,8 +68,10 @@ type Versions struct {
 
 // Settings are the bench's effective options.
 type Settings struct {
-	Nodes           []int   `json:"nodes"`
-	Runs            int     `json:"runs"`
+	Nodes []int `json:"nodes"`
+	Runs  int   `json:"runs"`
+	// ColdRuns of each size's Runs start from a fresh state dir.
+	ColdRuns        int     `json:"cold_runs"`
 	Name            string  `json:"name"`
 	StateDir        string  `json:"state_dir"`
 	CIDR            string  `json:"cidr"`
@@ -523,8 +525,8 @@ func (r *Report) Markdown(w io.Writer) error {
 		p(", %s %s", strings.TrimSuffix(strings.ToLower(k), "_version"), r.Versions.Upstream[k])
 	}
 	p("\n")
-	p("- settings: nodes %s × %d run(s), cluster `%s`, state dir `%s`, cidr %s; took %s\n",
-		joinInts(r.Settings.Nodes), r.Settings.Runs, r.Settings.Name, r.Settings.StateDir, r.Settings.CIDR,
+	p("- settings: nodes %s × %d run(s) (%d cold), cluster `%s`, state dir `%s`, cidr %s; took %s\n",
+		joinInts(r.Settings.Nodes), r.Settings.Runs, r.Settings.ColdRuns, r.Settings.Name, r.Settings.StateDir, r.Settings.CIDR,
 		r.Finished.Sub(r.Started).Round(time.Second))
 	p("\nValues are `median [min–max]` over the runs of a row. *cold*: fresh state dir (PKI generated, empty etcd and\n")
 	p("containerd stores); *warm*: the previous run's state dir (PKI, etcd data and images reused).\n")

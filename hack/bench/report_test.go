@@ -77,7 +77,7 @@ func fixtureReport(t *testing.T) *Report {
 		Machine:  Machine{Cores: 2, MemTotalBytes: 24 << 30, Kernel: "6.1.0-test"},
 		Versions: Versions{Kubernix: "kubernix dev (go1.26.8 linux/amd64)", Upstream: map[string]string{
 			"KUBERNETES_VERSION": "v1.37.2", "CONTAINERD_VERSION": "v2.4.2"}},
-		Settings: Settings{Nodes: []int{1, 3}, Runs: 3, Name: "t", StateDir: "/tmp/kx-t", CIDR: "10.210.0.0/16",
+		Settings: Settings{Nodes: []int{1, 3}, Runs: 3, ColdRuns: 1, Name: "t", StateDir: "/tmp/kx-t", CIDR: "10.210.0.0/16",
 			RSSDelaySeconds: 5, TimeoutSeconds: 600, ImportNodes: []int{1, 3}},
 		Runs:   runs,
 		Import: ImportSummary{Available: true, Ref: imageRef, Bytes: 50_010_000},

@@ -26,17 +26,22 @@ import (
 //     the container executor). Every other control-plane component stores
 //     its state through the apiserver, which cannot start without its
 //     datastore.
-//   - ControlPlane: kube-apiserver. Controllers, nodes and addons all talk to
-//     it, and it needs only etcd.
+//   - ControlPlane: kube-apiserver, ready once it serves, and
+//     apiserver-ready, a gate that is ready once its /readyz passes (the
+//     post-start hooks made the bootstrap RBAC policy). Controllers, nodes
+//     and addons all talk to it, and it needs only etcd.
 //   - Controller: kube-controller-manager, kube-scheduler (and the service
 //     accounts of the controller-manager's controllers, made in advance),
-//     and each node's containerd. The controllers need the apiserver.
+//     and each node's containerd. The controller-manager needs the
+//     apiserver serving (it waits for its /healthz itself), the scheduler
+//     the apiserver ready (its RBAC bindings exist only then).
 //     containerd needs only
 //     its node's sandbox: it boots, and imports the built-in images, while
 //     etcd and the apiserver do.
 //   - NodeAgent: each node's kubelet and kube-proxy. The kubelet needs the
-//     apiserver, where it registers, and its node's containerd, its
-//     container runtime; kube-proxy needs the apiserver, whose Services and
+//     apiserver serving, where it registers (the node authorizer needs no
+//     RBAC objects), and its node's containerd, its container runtime;
+//     kube-proxy needs the apiserver ready, whose Services and
 //     EndpointSlices it watches, and its node's sandbox. Neither waits for
 //     the controller-manager or the scheduler.
 //   - Addons: CoreDNS and other workloads, which need Ready nodes, the
