@@ -14,6 +14,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/components/etcd"
 	"github.com/kubernix/kubernix/pkg/components/scheduler"
 	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/pki"
 	"github.com/kubernix/kubernix/pkg/process"
 )
 
@@ -123,12 +124,14 @@ func (c *Cluster) controlPlane() ([]component.Component, error) {
 	}
 	schedSpec := scheduler.Spec{
 		Binary: p.Bin("kube-scheduler"), Kubeconfig: p.Paths.Kubeconfig("kube-scheduler"),
-		IP: p.APIServerIP, CAFile: c.PKI.CA.Cert,
+		IP: p.APIServerIP, CAFile: c.PKI.CA.Cert, Serving: c.PKI.SchedulerServing,
 	}
-	// The controller-manager and scheduler serve with self-signed
-	// certificates of their own; their health is probed over TLS without
-	// verifying it, as kubeadm's liveness probes do.
-	selfSigned := components.InsecureTLS()
+	// The controller-manager and scheduler serve with certificates of the
+	// cluster CA; their /healthz needs no client certificate.
+	caOnly, err := components.ClientTLS(c.PKI.CA.Cert, pki.Pair{})
+	if err != nil {
+		return nil, err
+	}
 	return []component.Component{
 		&components.Proc{
 			ComponentName: "etcd", ComponentPhase: component.Infrastructure, Log: c.Log,
@@ -155,7 +158,7 @@ func (c *Cluster) controlPlane() ([]component.Component, error) {
 		component.WithNeeds(&components.Proc{
 			ComponentName: "kube-controller-manager", ComponentPhase: component.Controller, Log: c.Log,
 			Command: c.cmd(scope, "kube-controller-manager", controllermanager.Command(cmSpec)),
-			Probe:   process.HTTPGet(cmSpec.HealthURL(), selfSigned),
+			Probe:   process.HTTPGet(cmSpec.HealthURL(), caOnly),
 		}, "kube-apiserver"),
 		// The scheduler lists and watches as system:kube-scheduler, whose
 		// RBAC bindings exist only once the apiserver is ready; a
@@ -163,7 +166,7 @@ func (c *Cluster) controlPlane() ([]component.Component, error) {
 		component.WithNeeds(&components.Proc{
 			ComponentName: "kube-scheduler", ComponentPhase: component.Controller, Log: c.Log,
 			Command: c.cmd(scope, "kube-scheduler", scheduler.Command(schedSpec)),
-			Probe:   process.HTTPGet(schedSpec.HealthURL(), selfSigned),
+			Probe:   process.HTTPGet(schedSpec.HealthURL(), caOnly),
 		}, APIServerReady),
 	}, nil
 }

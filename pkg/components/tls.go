@@ -31,11 +31,3 @@ func ClientTLS(caFile string, client pki.Pair) (*tls.Config, error) {
 	}
 	return cfg, nil
 }
-
-// InsecureTLS returns a TLS config that does not verify the server: for
-// probing the health endpoints of components that serve with self-signed
-// certificates (kube-controller-manager, kube-scheduler). The connection
-// is still encrypted.
-func InsecureTLS() *tls.Config {
-	return &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS12} //nolint:gosec // health probe of a self-signed local endpoint
-}

@@ -36,6 +36,7 @@ func (s Spec) identities() []identity {
 	loopback := net.IPv4(127, 0, 0, 1)
 	etcdIPs := uniqueIPs(append(append([]net.IP{}, s.EtcdIPs...), loopback))
 	etcdDNS := []string{"localhost"}
+	controlPlaneIPs := uniqueIPs(append(append([]net.IP{}, s.APIServerIPs...), loopback))
 
 	ids := []identity{
 		{
@@ -57,6 +58,10 @@ func (s Spec) identities() []identity {
 		{pair: s.pair(fileControllerManager), cn: "system:kube-controller-manager", usages: clientAuth},
 		{pair: s.pair(fileScheduler), cn: "system:kube-scheduler", usages: clientAuth},
 		{pair: s.pair(fileKubeProxy), cn: "system:kube-proxy", usages: clientAuth},
+		{pair: s.pair(fileControllerManagerServe), cn: "kube-controller-manager", usages: serverAuth,
+			ips: controlPlaneIPs, dns: []string{"localhost", "kube-controller-manager"}},
+		{pair: s.pair(fileSchedulerServe), cn: "kube-scheduler", usages: serverAuth,
+			ips: controlPlaneIPs, dns: []string{"localhost", "kube-scheduler"}},
 		{pair: s.pair(fileAdmin), cn: "kubernix-admin", orgs: []string{"system:masters"}, usages: clientAuth},
 	}
 	for _, n := range s.Nodes {

@@ -113,12 +113,20 @@ type Bundle struct {
 	// system:kube-proxy and kubernix-admin (O system:masters).
 	ControllerManager, Scheduler, KubeProxy, Admin Pair
 
+	// ControllerManagerServing and SchedulerServing are the serving
+	// certificates of kube-controller-manager's and kube-scheduler's secure
+	// ports (ServerAuth; IP SANs: APIServerIPs and 127.0.0.1, the control
+	// plane's addresses). Without them each generates a self-signed CA and
+	// certificate, two RSA-2048 keys, at every start.
+	ControllerManagerServing, SchedulerServing Pair
+
 	// Kubelets holds the certificates of each node, by node name.
 	Kubelets map[string]KubeletPair
 
-	// ServiceAccountKey is the path of the RSA-2048 service-account signing
-	// key (PKCS#1 PEM, 0600); ServiceAccountPub the path of its public key
-	// (PKIX PEM, 0644).
+	// ServiceAccountKey is the path of the service-account signing key
+	// (0600): ECDSA P-256 (SEC 1 PEM), or the RSA key of an older kubernix
+	// (PKCS#1 PEM); ServiceAccountPub the path of its public key (PKIX
+	// PEM, 0644).
 	ServiceAccountKey, ServiceAccountPub string
 
 	// EncryptionConfig is the path of the apiserver EncryptionConfiguration
@@ -246,6 +254,8 @@ const (
 	fileEtcdPeer               = "etcd-peer"
 	fileControllerManager      = "controller-manager"
 	fileScheduler              = "scheduler"
+	fileControllerManagerServe = "controller-manager-serving"
+	fileSchedulerServe         = "scheduler-serving"
 	fileKubeProxy              = "kube-proxy"
 	fileAdmin                  = "admin"
 	fileServiceAccountKey      = "sa.key"
@@ -269,20 +279,22 @@ func (s Spec) pair(name string) Pair {
 // bundle returns the paths of everything the Spec calls for.
 func (s Spec) bundle() *Bundle {
 	b := &Bundle{
-		CA:                     s.pair(fileCA),
-		APIServer:              s.pair(fileAPIServer),
-		APIServerKubeletClient: s.pair(fileAPIServerKubeletClient),
-		APIServerEtcdClient:    s.pair(fileAPIServerEtcdClient),
-		EtcdServer:             s.pair(fileEtcdServer),
-		EtcdPeer:               s.pair(fileEtcdPeer),
-		ControllerManager:      s.pair(fileControllerManager),
-		Scheduler:              s.pair(fileScheduler),
-		KubeProxy:              s.pair(fileKubeProxy),
-		Admin:                  s.pair(fileAdmin),
-		Kubelets:               make(map[string]KubeletPair, len(s.Nodes)),
-		ServiceAccountKey:      filepath.Join(s.Dir, fileServiceAccountKey),
-		ServiceAccountPub:      filepath.Join(s.Dir, fileServiceAccountPub),
-		EncryptionConfig:       filepath.Join(s.Dir, fileEncryptionConfig),
+		CA:                       s.pair(fileCA),
+		APIServer:                s.pair(fileAPIServer),
+		APIServerKubeletClient:   s.pair(fileAPIServerKubeletClient),
+		APIServerEtcdClient:      s.pair(fileAPIServerEtcdClient),
+		EtcdServer:               s.pair(fileEtcdServer),
+		EtcdPeer:                 s.pair(fileEtcdPeer),
+		ControllerManager:        s.pair(fileControllerManager),
+		Scheduler:                s.pair(fileScheduler),
+		ControllerManagerServing: s.pair(fileControllerManagerServe),
+		SchedulerServing:         s.pair(fileSchedulerServe),
+		KubeProxy:                s.pair(fileKubeProxy),
+		Admin:                    s.pair(fileAdmin),
+		Kubelets:                 make(map[string]KubeletPair, len(s.Nodes)),
+		ServiceAccountKey:        filepath.Join(s.Dir, fileServiceAccountKey),
+		ServiceAccountPub:        filepath.Join(s.Dir, fileServiceAccountPub),
+		EncryptionConfig:         filepath.Join(s.Dir, fileEncryptionConfig),
 	}
 	for _, n := range s.Nodes {
 		serving, client := kubeletFiles(n.Name)

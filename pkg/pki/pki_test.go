@@ -104,6 +104,7 @@ func checkBundle(t *testing.T, spec Spec, b *Bundle, fresh bool) {
 	client := []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
 	both := []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}
 	etcdIPs := append(slices.Clone(spec.EtcdIPs), ips("127.0.0.1")...)
+	controlPlaneIPs := append(slices.Clone(spec.APIServerIPs), ips("127.0.0.1")...)
 	tests := []leafWant{
 		{"apiserver", b.APIServer, "kube-apiserver", nil, server,
 			append(slices.Clone(spec.APIServerIPs), ips("127.0.0.1")...),
@@ -118,6 +119,10 @@ func checkBundle(t *testing.T, spec Spec, b *Bundle, fresh bool) {
 		{"scheduler", b.Scheduler, "system:kube-scheduler", nil, client, nil, nil},
 		{"kube-proxy", b.KubeProxy, "system:kube-proxy", nil, client, nil, nil},
 		{"admin", b.Admin, "kubernix-admin", []string{"system:masters"}, client, nil, nil},
+		{"controller-manager-serving", b.ControllerManagerServing, "kube-controller-manager", nil, server,
+			controlPlaneIPs, []string{"localhost", "kube-controller-manager"}},
+		{"scheduler-serving", b.SchedulerServing, "kube-scheduler", nil, server,
+			controlPlaneIPs, []string{"localhost", "kube-scheduler"}},
 	}
 	if len(b.Kubelets) != len(spec.Nodes) {
 		t.Errorf("bundle has %d kubelets, want %d", len(b.Kubelets), len(spec.Nodes))
@@ -272,7 +277,7 @@ func TestEnsureCreates(t *testing.T) {
 			if !slices.Equal(gen, files) {
 				t.Errorf("Generated %q, files on disk %q", gen, files)
 			}
-			if want := 2*(10+2*len(spec.Nodes)) + 3; len(files) != want {
+			if want := 2*(12+2*len(spec.Nodes)) + 3; len(files) != want {
 				t.Errorf("%d files, want %d: %q", len(files), want, files)
 			}
 		})
@@ -396,6 +401,7 @@ func pairFiles(names ...string) []string {
 func allCerts() []string {
 	return pairFiles("ca", "apiserver", "apiserver-kubelet-client", "apiserver-etcd-client",
 		"etcd-server", "etcd-peer", "controller-manager", "scheduler", "kube-proxy", "admin",
+		"controller-manager-serving", "scheduler-serving",
 		"kubelet/node-1/serving", "kubelet/node-1/client")
 }
 
@@ -435,7 +441,7 @@ func TestEnsureRegenerates(t *testing.T) {
 		{
 			name:   "apiserver IP added",
 			change: func(s *Spec) { s.APIServerIPs = append(s.APIServerIPs, net.ParseIP("10.10.0.9")) },
-			want:   pairFiles("apiserver"),
+			want:   pairFiles("apiserver", "controller-manager-serving", "scheduler-serving"),
 		},
 		{
 			name:   "apiserver IP removed is still covered",

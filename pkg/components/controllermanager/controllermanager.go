@@ -45,6 +45,8 @@ func Command(s Spec) process.Command {
 			"--authorization-kubeconfig=" + s.Kubeconfig,
 			"--bind-address=" + s.IP.String(),
 			"--secure-port=" + strconv.Itoa(SecurePort),
+			"--tls-cert-file=" + s.PKI.ControllerManagerServing.Cert,
+			"--tls-private-key-file=" + s.PKI.ControllerManagerServing.Key,
 			"--client-ca-file=" + s.PKI.CA.Cert,
 			"--requestheader-client-ca-file=" + s.PKI.CA.Cert,
 			"--allocate-node-cidrs=true",

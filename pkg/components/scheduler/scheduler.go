@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"strconv"
 
+	"github.com/kubernix/kubernix/pkg/pki"
 	"github.com/kubernix/kubernix/pkg/process"
 )
 
@@ -13,10 +14,12 @@ const SecurePort = 10259
 
 // Spec is what the command line is built from.
 type Spec struct {
-	Binary                 string
-	Kubeconfig             string
-	IP                     netip.Addr // bind address of the secure port
-	CAFile                 string
+	Binary     string
+	Kubeconfig string
+	IP         netip.Addr // bind address of the secure port
+	CAFile     string
+	// Serving is the secure port's certificate and key.
+	Serving                pki.Pair
 	LogFile, RunDir, Scope string
 }
 
@@ -39,6 +42,8 @@ func Command(s Spec) process.Command {
 			"--requestheader-client-ca-file=" + s.CAFile,
 			"--bind-address=" + s.IP.String(),
 			"--secure-port=" + strconv.Itoa(SecurePort),
+			"--tls-cert-file=" + s.Serving.Cert,
+			"--tls-private-key-file=" + s.Serving.Key,
 			"--leader-elect=false",
 			"--profiling=false",
 		},
