@@ -165,14 +165,22 @@ func (c *Cluster) sandbox(nd *node.Node, ctr *node.Container) component.Componen
 			if err := network.AttachNode(c.Plan.NetworkPlan(), nd.Index, ctr.Holder()); err != nil {
 				return err
 			}
-			// Forwarding is per network namespace, and off in a new one.
-			_, err := nd.Run(ctx, "sh", "-c", "echo 1 > /proc/sys/net/ipv4/ip_forward")
+			_, err := nd.Run(ctx, "sh", "-c", nodeSysctls)
 			return err
 		},
 		BeforeStop: func(context.Context) error { return network.DetachNode(c.Plan.Cfg.Name, nd.Index) },
 	}
 	return proc
 }
+
+// nodeSysctls sets a node sandbox's network namespace up: forwarding on
+// (it is per namespace, and off in a new one), and IPv6 off, as the
+// cluster is IPv4 (pods' own namespaces are not affected). kube-proxy then
+// runs single-stack: half the nftables work at every sync, as upstream
+// decides by /proc/sys/net/ipv6/conf/all/disable_ipv6
+// (k8s.io/kubernetes cmd/kube-proxy/app: platformCheckSupported).
+const nodeSysctls = `echo 1 > /proc/sys/net/ipv4/ip_forward && if [ -d /proc/sys/net/ipv6 ]; then ` +
+	`echo 1 > /proc/sys/net/ipv6/conf/all/disable_ipv6 && echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6; fi`
 
 // runtime returns the OCI runtime containerd should use: crun where the
 // doctor proved it works with this containerd, else runc.
