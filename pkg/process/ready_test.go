@@ -164,3 +164,44 @@ func TestTCP(t *testing.T) {
 		t.Error("TCP(closed port) = nil, want an error")
 	}
 }
+
+// TestHTTPGetReusesConnection checks that repeated attempts share one
+// connection (no TLS handshake per attempt), and that a probe whose
+// server went away dials the new one.
+func TestHTTPGetReusesConnection(t *testing.T) {
+	var conns atomic.Int32
+	srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		fmt.Fprint(w, "ok")
+	}))
+	srv.Config.ConnState = func(_ net.Conn, s http.ConnState) {
+		if s == http.StateNew {
+			conns.Add(1)
+		}
+	}
+	srv.StartTLS()
+	defer srv.Close()
+	tlsConfig := &tls.Config{RootCAs: x509.NewCertPool()}
+	tlsConfig.RootCAs.AddCert(srv.Certificate())
+	probe := HTTPGet(srv.URL+"/healthz", tlsConfig)
+	for i := range 5 {
+		if err := probe(testCtx(t)); err != nil {
+			t.Fatalf("attempt %d: %v", i, err)
+		}
+	}
+	if n := conns.Load(); n != 1 {
+		t.Errorf("5 attempts opened %d connections, want 1", n)
+	}
+	srv.CloseClientConnections()
+	var err error
+	for range 2 { // at most one attempt may see the closed connection
+		if err = probe(testCtx(t)); err == nil {
+			break
+		}
+	}
+	if err != nil {
+		t.Errorf("after the server closed the connection: %v", err)
+	}
+	if n := conns.Load(); n != 2 {
+		t.Errorf("connections = %d, want 2 (one new after the close)", n)
+	}
+}
