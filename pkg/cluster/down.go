@@ -333,11 +333,11 @@ var kubeChainTables = []string{"filter", "nat", "mangle"}
 // them) that the kubelet and kube-proxy of a process-executor node created
 // in the host's namespace, IPv4 and IPv6, before kube-proxy ran in
 // nftables mode and the kubelet made no iptables chains (a cluster of an
-// older kubernix, or a kubelet started by hand). `kube-proxy --cleanup` leaves the
-// kubelet's (KUBE-FIREWALL, KUBE-KUBELET-CANARY, KUBE-IPTABLES-HINT), so
-// kubernix removes them all itself: per protocol one iptables-save and one
-// iptables-restore --noflush, as kube-proxy itself writes its rules (one
-// iptables call per rule took seconds).
+// older kubernix, or a kubelet started by hand). `kube-proxy --cleanup`
+// leaves the kubelet's (KUBE-FIREWALL, KUBE-KUBELET-CANARY,
+// KUBE-IPTABLES-HINT), so kubernix removes them all itself: per protocol
+// one iptables-save and one iptables-restore --noflush, as kube-proxy
+// itself writes its rules (one iptables call per rule took seconds).
 func removeKubeChains() error {
 	var errs []error
 	for _, family := range []string{"iptables", "ip6tables"} {

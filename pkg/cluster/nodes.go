@@ -176,7 +176,7 @@ func (c *Cluster) sandbox(nd *node.Node, ctr *node.Container) component.Componen
 // nodeSysctls sets a node sandbox's network namespace up: forwarding on
 // (it is per namespace, and off in a new one), and IPv6 off, as the
 // cluster is IPv4 (pods' own namespaces are not affected). kube-proxy then
-// runs single-stack: half the nftables work at every sync, as upstream
+// runs single-stack: one table to sync instead of two, as upstream
 // decides by /proc/sys/net/ipv6/conf/all/disable_ipv6
 // (k8s.io/kubernetes cmd/kube-proxy/app: platformCheckSupported).
 const nodeSysctls = `echo 1 > /proc/sys/net/ipv4/ip_forward && if [ -d /proc/sys/net/ipv6 ]; then ` +

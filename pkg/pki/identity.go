@@ -36,6 +36,8 @@ func (s Spec) identities() []identity {
 	loopback := net.IPv4(127, 0, 0, 1)
 	etcdIPs := uniqueIPs(append(append([]net.IP{}, s.EtcdIPs...), loopback))
 	etcdDNS := []string{"localhost"}
+	// The apiserver, controller-manager and scheduler serve on the same
+	// addresses.
 	controlPlaneIPs := uniqueIPs(append(append([]net.IP{}, s.APIServerIPs...), loopback))
 
 	ids := []identity{
@@ -43,7 +45,7 @@ func (s Spec) identities() []identity {
 			pair:   s.pair(fileAPIServer),
 			cn:     "kube-apiserver",
 			usages: serverAuth,
-			ips:    uniqueIPs(append(append([]net.IP{}, s.APIServerIPs...), loopback)),
+			ips:    controlPlaneIPs,
 			dns:    uniqueStrings(append(append([]string{}, apiServerDNSNames...), s.APIServerDNSNames...)),
 		},
 		{
