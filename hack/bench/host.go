@@ -15,6 +15,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"github.com/kubernix/kubernix/pkg/config"
@@ -278,21 +279,13 @@ func Leftovers(l Layout) ([]string, error) {
 
 // mountsUnder lists the mount points at or under dir.
 func mountsUnder(dir string) ([]string, error) {
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(filepath.Clean(dir)))
 	if err != nil {
 		return nil, err
 	}
-	dir = strings.TrimSuffix(dir, "/")
-	var out []string
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 5 {
-			continue
-		}
-		mp := strings.ReplaceAll(f[4], `\040`, " ")
-		if mp == dir || strings.HasPrefix(mp, dir+"/") {
-			out = append(out, mp)
-		}
+	out := make([]string, 0, len(mounts))
+	for _, m := range mounts {
+		out = append(out, m.Mountpoint)
 	}
 	return out, nil
 }

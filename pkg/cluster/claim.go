@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -8,13 +9,14 @@ import (
 	"strings"
 
 	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/network"
 )
 
 // NamesDir holds one file per cluster name in use on this host (root
 // mode), holding the state dir of the cluster that uses it. Host-wide
 // resources (the bridge, iptables chains, cgroups) are named after the
 // cluster name, so two clusters of one name would tear each other down.
-const NamesDir = "/run/kubernix/names"
+const NamesDir = RunDir + "/names"
 
 func nameFile(name string) string { return filepath.Join(NamesDir, name) }
 
@@ -64,4 +66,101 @@ func releaseName(plan *Plan) error {
 		return err
 	}
 	return nil
+}
+
+// HostNamespacesFile names the state dir of the one cluster whose node
+// runs in the host's namespaces (--executor process, as root). Its
+// kube-proxy's nftables tables and its kubelet's device plugin directory
+// have fixed names there, so a second such cluster, or a kube-proxy of
+// other software (k3s, kubeadm), would share them and break both.
+const HostNamespacesFile = RunDir + "/host-namespaces"
+
+// usesHostNamespaces reports whether plan's node runs in the host's own
+// namespaces: the process executor as root (a rootless cluster's "host"
+// namespaces are rootlesskit's, private to it).
+func (p *Plan) usesHostNamespaces() bool {
+	return p.Executor == config.ExecutorProcess && !p.Rootless
+}
+
+// hostNamespacesHolder returns the state dir recorded in
+// HostNamespacesFile, "" when there is none.
+func hostNamespacesHolder() string {
+	b, err := os.ReadFile(HostNamespacesFile)
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// CheckHostNamespaces returns an error wrapping config.ErrInvalid when
+// plan's node would run in the host's namespaces (process executor) but
+// they are not free: another live cluster holds them, or kube-proxy
+// tables that are not this cluster's exist there. It changes nothing.
+func CheckHostNamespaces(ctx context.Context, plan *Plan) error {
+	if !plan.usesHostNamespaces() {
+		return nil
+	}
+	holder := hostNamespacesHolder()
+	if holder == plan.Paths.State {
+		return nil // ours, from a run that was killed: cleaned up at up
+	}
+	hint := "use --executor container (the default), which runs the node in a sandbox of its own"
+	if holder != "" {
+		if pid, ok := Running(config.Paths{State: holder}); ok {
+			return fmt.Errorf("%w: --executor process: the host's namespaces already hold the node of the cluster in %s (supervisor pid %d), and only one cluster can run there; %s",
+				config.ErrInvalid, holder, pid, hint)
+		}
+	}
+	tables, err := network.KubeProxyTables(ctx)
+	if err != nil {
+		return fmt.Errorf("--executor process: %w", err)
+	}
+	if len(tables) > 0 {
+		owner := "another kube-proxy (k3s, kubeadm, another cluster)"
+		if holder != "" {
+			owner = fmt.Sprintf("the cluster in %s, which was not brought down (`kubernix down --state-dir %s`)", holder, holder)
+		}
+		return fmt.Errorf("%w: --executor process: the host's network namespace has the nftables table(s) %s of %s, which this cluster's kube-proxy would share; %s",
+			config.ErrInvalid, strings.Join(tables, ", "), owner, hint)
+	}
+	return nil
+}
+
+// claimHostNamespaces records plan as the holder of the host's namespaces
+// when its node runs there.
+func claimHostNamespaces(plan *Plan) error {
+	if !plan.usesHostNamespaces() {
+		return nil
+	}
+	return writeFile(HostNamespacesFile, []byte(plan.Paths.State+"\n"))
+}
+
+// releaseHostNamespaces removes what plan's node made in the host's
+// namespaces (kube-proxy's nftables tables) and the claim, when the claim
+// is plan's: tables of anyone else are never touched.
+func releaseHostNamespaces(ctx context.Context, plan *Plan) error {
+	if hostNamespacesHolder() != plan.Paths.State {
+		return nil
+	}
+	if err := network.DeleteKubeProxyTables(ctx); err != nil {
+		return err
+	}
+	if err := os.Remove(HostNamespacesFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+// hostNamespacesLeftovers lists the claim and kube-proxy's tables in the
+// host's namespaces when the claim is plan's.
+func hostNamespacesLeftovers(ctx context.Context, plan *Plan) []string {
+	if hostNamespacesHolder() != plan.Paths.State {
+		return nil
+	}
+	out := []string{"claim " + HostNamespacesFile}
+	tables, _ := network.KubeProxyTables(ctx)
+	for _, t := range tables {
+		out = append(out, "nftables table "+t)
+	}
+	return out
 }

@@ -1,14 +1,12 @@
 package cluster
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
@@ -16,9 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/coreos/go-iptables/iptables"
 	"golang.org/x/sys/unix"
-	"sigs.k8s.io/knftables"
 
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/containerd"
@@ -37,14 +33,18 @@ var nodeStopOrder = []string{"kubelet", "kube-proxy", "containerd", "sandbox"}
 var controlPlaneStopOrder = []string{"kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"}
 
 // Cleanup removes everything a cluster may have left on the host, working
-// from the plan (itself from the state dir) alone, as after a SIGKILLed
-// supervisor: it stops the recorded processes in reverse phase order
-// (removing pods through CRI first), kills orphaned shims and containers,
-// unmounts what is mounted under the state dir, removes the network, the
-// iptables chains the kubelet and kube-proxy made in the host's namespace,
-// the nodes' cgroups, the kubeconfig context, and restores the sysctls the
-// kubelets changed. The state dir itself (PKI, etcd data) is kept.
-// Idempotent; errors are joined and everything is attempted.
+// from the plan alone, as after a SIGKILLed supervisor: pass the plan of
+// the recorded config (RecordedPlan), not of new flags. It stops the
+// recorded processes in reverse phase order (removing pods through CRI
+// first), kills orphaned shims and containers, unmounts what the
+// components mounted at or below their directories (Plan.MountRoots;
+// nothing above them), removes the cluster's network (links, routes, its own
+// chains and guard table), kube-proxy's nftables tables in the host's
+// namespace only if this cluster's node held them (process executor), the
+// nodes' cgroups and the kubeconfig context, and restores the host's
+// sysctls when it is the host's last cluster. The state dir itself (PKI,
+// etcd data) is kept. Idempotent; errors are joined and everything is
+// attempted.
 func Cleanup(ctx context.Context, plan *Plan, log *slog.Logger) error {
 	// The host-wide resources are named after the cluster: never touch
 	// those of a live cluster of the same name in another state dir.
@@ -90,12 +90,9 @@ func Cleanup(ctx context.Context, plan *Plan, log *slog.Logger) error {
 	// iptables rules are not there to remove: they went with the
 	// namespaces when the last process in them was stopped above.
 	if !plan.outside() {
-		add(unmountUnder(plan.Paths.State))
+		add(host.UnmountUnder(plan.MountRoots()...))
 		add(network.Teardown(plan.Cfg.Name))
-		if plan.Executor == config.ExecutorProcess {
-			add(removeKubeProxyTables(ctx))
-			add(removeKubeChains())
-		}
+		add(releaseHostNamespaces(ctx, plan))
 	}
 	for _, nd := range plan.Nodes {
 		add(host.RemoveCgroup(plan.CgroupRoot(nd)))
@@ -104,7 +101,7 @@ func Cleanup(ctx context.Context, plan *Plan, log *slog.Logger) error {
 		// The parent of a rootless cluster's cgroups is the user's
 		// delegated subtree: it stays.
 		removeEmptyCgroup(plan.CgroupParent())
-		add(restoreSysctls(plan.Paths))
+		add(leaveSysctls(plan.Paths))
 	}
 	add(releaseName(plan))
 	add(kubeconfig.Remove(kubeconfig.DefaultPath(), plan.Cfg.ContextName()))
@@ -259,187 +256,6 @@ func (p *Plan) nodeByName(name string) *node.Node {
 	return nil
 }
 
-// mountsUnder lists mount points at or under dir, deepest first.
-func mountsUnder(dir string) ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	prefix := strings.TrimSuffix(dir, "/") + "/"
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		mp := strings.ReplaceAll(fields[4], `\040`, " ")
-		if mp == strings.TrimSuffix(dir, "/") || strings.HasPrefix(mp, prefix) {
-			out = append(out, mp)
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
-	return out, sc.Err()
-}
-
-// unmountUnder detaches every mount at or under dir, deepest first.
-func unmountUnder(dir string) error {
-	var errs []error
-	for range 3 { // stacked mounts need more than one pass
-		mps, err := mountsUnder(dir)
-		if err != nil || len(mps) == 0 {
-			return err
-		}
-		errs = errs[:0]
-		for _, mp := range mps {
-			if err := unix.Unmount(mp, unix.MNT_DETACH); err != nil && !errors.Is(err, unix.EINVAL) && !errors.Is(err, unix.ENOENT) {
-				errs = append(errs, fmt.Errorf("unmount %s: %w", mp, err))
-			}
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// kubeProxyTable is the nftables table of kube-proxy's nftables mode, in
-// the ip and ip6 families (k8s.io/kubernetes pkg/proxy/nftables).
-const kubeProxyTable = "kube-proxy"
-
-// removeKubeProxyTables deletes the tables that the kube-proxy of a
-// process-executor node made in the host's namespace. A table that is not
-// there is no error.
-func removeKubeProxyTables(ctx context.Context) error {
-	var errs []error
-	for _, family := range []knftables.Family{knftables.IPv4Family, knftables.IPv6Family} {
-		nft, err := knftables.New(family, kubeProxyTable)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("nftables %s: %w", family, err))
-			continue
-		}
-		tx := nft.NewTransaction()
-		tx.Delete(&knftables.Table{})
-		if err := nft.Run(ctx, tx); err != nil && !knftables.IsNotFound(err) {
-			errs = append(errs, fmt.Errorf("delete nftables table %s %s: %w", family, kubeProxyTable, err))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// kubeChainTables are the tables where the kubelet and kube-proxy create
-// KUBE-* chains.
-var kubeChainTables = []string{"filter", "nat", "mangle"}
-
-// removeKubeChains removes the KUBE-* chains (and the rules jumping to
-// them) that the kubelet and kube-proxy of a process-executor node created
-// in the host's namespace, IPv4 and IPv6, before kube-proxy ran in
-// nftables mode and the kubelet made no iptables chains (a cluster of an
-// older kubernix, or a kubelet started by hand). `kube-proxy --cleanup`
-// leaves the kubelet's (KUBE-FIREWALL, KUBE-KUBELET-CANARY,
-// KUBE-IPTABLES-HINT), so kubernix removes them all itself: per protocol
-// one iptables-save and one iptables-restore --noflush, as kube-proxy
-// itself writes its rules (one iptables call per rule took seconds).
-func removeKubeChains() error {
-	var errs []error
-	for _, family := range []string{"iptables", "ip6tables"} {
-		save, err1 := exec.LookPath(family + "-save")
-		restore, err2 := exec.LookPath(family + "-restore")
-		if err1 != nil || err2 != nil {
-			continue // no such family here: nothing to clean
-		}
-		dump, err := exec.Command(save).Output()
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%s: %w", save, err))
-			continue
-		}
-		script := kubeChainsRestore(string(dump), "KUBE-")
-		if script == "" {
-			continue
-		}
-		cmd := exec.Command(restore, "--noflush")
-		cmd.Stdin = strings.NewReader(script)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			errs = append(errs, fmt.Errorf("%s --noflush: %w: %s", restore, err, bytes.TrimSpace(out)))
-		}
-	}
-	return errors.Join(errs...)
-}
-
-// kubeChainsRestore turns an iptables-save dump into an iptables-restore
-// --noflush script that deletes, in each table, the rules of other chains
-// that jump (-j) or go (-g) to a chain named with prefix, then flushes and
-// deletes those chains. It returns "" when no table has such a chain.
-func kubeChainsRestore(dump, prefix string) string {
-	type table struct {
-		name    string
-		ours    []string
-		deletes []string
-	}
-	var tables []*table
-	var cur *table
-	jumpsToOurs := func(spec string) bool {
-		f := strings.Fields(spec)
-		for i := 0; i+1 < len(f); i++ {
-			if (f[i] == "-j" || f[i] == "-g") && strings.HasPrefix(f[i+1], prefix) {
-				return true
-			}
-		}
-		return false
-	}
-	for _, line := range strings.Split(dump, "\n") {
-		switch {
-		case strings.HasPrefix(line, "*"):
-			cur = &table{name: strings.TrimPrefix(line, "*")}
-			tables = append(tables, cur)
-		case cur == nil:
-		case strings.HasPrefix(line, ":"+prefix):
-			cur.ours = append(cur.ours, strings.Fields(line[1:])[0])
-		case strings.HasPrefix(line, "-A "):
-			chain, spec, _ := strings.Cut(strings.TrimPrefix(line, "-A "), " ")
-			if !strings.HasPrefix(chain, prefix) && jumpsToOurs(spec) {
-				cur.deletes = append(cur.deletes, "-D "+chain+" "+spec)
-			}
-		}
-	}
-	var b strings.Builder
-	for _, t := range tables {
-		if len(t.ours) == 0 {
-			continue
-		}
-		fmt.Fprintf(&b, "*%s\n", t.name)
-		for _, d := range t.deletes {
-			b.WriteString(d + "\n")
-		}
-		for _, ch := range t.ours {
-			fmt.Fprintf(&b, "-F %s\n", ch)
-		}
-		for _, ch := range t.ours {
-			fmt.Fprintf(&b, "-X %s\n", ch)
-		}
-		b.WriteString("COMMIT\n")
-	}
-	return b.String()
-}
-
-// kubeChains lists the KUBE-* chains in the host's namespace.
-func kubeChains() []string {
-	var out []string
-	for _, proto := range []iptables.Protocol{iptables.ProtocolIPv4, iptables.ProtocolIPv6} {
-		ipt, err := iptables.NewWithProtocol(proto)
-		if err != nil {
-			continue
-		}
-		for _, table := range kubeChainTables {
-			chains, _ := ipt.ListChains(table)
-			for _, ch := range chains {
-				if strings.HasPrefix(ch, "KUBE-") {
-					out = append(out, fmt.Sprintf("iptables chain %s/%s (%v)", table, ch, proto))
-				}
-			}
-		}
-	}
-	return out
-}
-
 func removeEmptyCgroup(path string) {
 	mounts, _ := host.CgroupMounts()
 	for _, m := range mounts {
@@ -448,9 +264,10 @@ func removeEmptyCgroup(path string) {
 }
 
 // Leftovers lists what of the cluster exists on the host: live recorded
-// processes, orphaned shims and containers, mounts under the state dir,
-// network links, routes and chains, KUBE-* chains in the host's namespace
-// (process executor), and the nodes' cgroups. Empty after a clean down.
+// processes, orphaned shims and containers, mounts at or below the
+// components' directories, network links, routes, chains and guard table, the host
+// namespaces claim and kube-proxy's tables there (process executor), and
+// the nodes' cgroups. Empty after a clean down.
 func Leftovers(plan *Plan) ([]string, error) {
 	var out []string
 	scopes := map[string][]string{config.ControlPlaneScope: controlPlaneStopOrder, SupervisorScope: {SupervisorName}}
@@ -484,7 +301,7 @@ func Leftovers(plan *Plan) ([]string, error) {
 		sort.Strings(out)
 		return out, nil
 	}
-	mps, err := mountsUnder(plan.Paths.State)
+	mps, err := host.MountsUnder(plan.MountRoots()...)
 	if err != nil {
 		return out, err
 	}
@@ -496,9 +313,7 @@ func Leftovers(plan *Plan) ([]string, error) {
 		return out, err
 	}
 	out = append(out, netLeft...)
-	if plan.Executor == config.ExecutorProcess {
-		out = append(out, kubeChains()...)
-	}
+	out = append(out, hostNamespacesLeftovers(context.Background(), plan)...)
 	sort.Strings(out)
 	return out, nil
 }

@@ -53,9 +53,9 @@ func NewPlan(cfg config.Config, facts doctor.Facts, imagesDir string) (*Plan, er
 		Names:       network.NamesFor(cfg.Name),
 		APIServerIP: n.BridgeIP(),
 		ImagesDir:   imagesDir,
-		Executor:    cfg.EffectiveExecutor(),
 	}
 	_, p.Rootless = ReadRootless(p.Paths)
+	p.Executor = cfg.EffectiveExecutor(p.Rootless)
 	for i := range cfg.Nodes {
 		nd := &node.Node{Index: i, Name: cfg.NodeName(i)}
 		if nd.PodCIDR, err = n.PodCIDR(i); err != nil {
@@ -148,4 +148,19 @@ func (p *Plan) String() string {
 	}
 	return fmt.Sprintf("cluster %s: %d node(s), executor %s%s, apiserver https://%s", p.Cfg.Name, len(p.Nodes), p.Executor, mode,
 		netip.AddrPortFrom(p.APIServerIP, uint16(p.Cfg.APIServerPort)))
+}
+
+// MountRoots are the directories under which the nodes' components mount
+// (the kubelet its pods' volumes, containerd its snapshots, pod network
+// namespaces and shm; the kubelet binds its root dir onto itself): each
+// node's kubelet root dir and containerd root and state. Cleanup unmounts
+// only what lies at or below them: a mount above them, such as a disk at
+// the state dir, is never touched.
+func (p *Plan) MountRoots() []string {
+	var out []string
+	for _, nd := range p.Nodes {
+		np := p.Paths.Node(nd.Name)
+		out = append(out, np.KubeletRoot(), np.ContainerdRoot(), np.ContainerdState())
+	}
+	return out
 }

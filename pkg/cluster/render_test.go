@@ -18,12 +18,16 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
 
-// testPlan is a 3-node container-executor plan with fixed host facts.
-func testPlan(t *testing.T, nodes int) *Plan {
+// testPlan is a plan of nodes nodes with fixed host facts, run by the
+// executor named (default: the config's default).
+func testPlan(t *testing.T, nodes int, executor ...string) *Plan {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Name = "golden"
 	cfg.Nodes = nodes
+	if len(executor) > 0 {
+		cfg.Executor = executor[0]
+	}
 	cfg.StateDir = "/STATE"
 	cfg.Resolve()
 	cfg.StateDir = "/STATE"
@@ -88,12 +92,18 @@ func TestPerNodeValues(t *testing.T) {
 			"http://10.10.0.2:10248/healthz", "http://10.10.0.2:10256/healthz"},
 		{3, 2, "container", "10.10.0.4", "10.10.130.0/24", "/STATE/nodes/golden-node-2/containerd.sock", "/kubernix/golden-node-2",
 			"http://10.10.0.4:10248/healthz", "http://10.10.0.4:10256/healthz"},
+		{1, 0, "", "10.10.0.2", "10.10.128.0/24", "/STATE/nodes/golden-node-0/containerd.sock", "/kubernix/golden-node-0",
+			"http://10.10.0.2:10248/healthz", "http://10.10.0.2:10256/healthz"},
 	}
 	for _, tt := range tests {
-		t.Run(tt.executor+"/"+tt.ip, func(t *testing.T) {
-			plan := testPlan(t, tt.nodes)
-			if plan.Executor != tt.executor {
-				t.Fatalf("executor = %s, want %s", plan.Executor, tt.executor)
+		t.Run(tt.executor+"/"+tt.ip+"/"+string(rune('0'+tt.nodes)), func(t *testing.T) {
+			plan := testPlan(t, tt.nodes, tt.executor)
+			want := tt.executor
+			if want == "" {
+				want = config.ExecutorContainer // the default, one node too
+			}
+			if plan.Executor != want {
+				t.Fatalf("executor = %s, want %s", plan.Executor, want)
 			}
 			nd := plan.Nodes[tt.idx]
 			c := &Cluster{Plan: plan, PKI: pki.Files(plan.PKISpec())}
@@ -106,20 +116,20 @@ func TestPerNodeValues(t *testing.T) {
 				"kube-proxy":  c.kubeProxySpec(nd).HealthURL(),
 				"apiserverIP": plan.APIServerIP.String(),
 			}
-			want := map[string]string{
+			wantValues := map[string]string{
 				"ip": tt.ip, "pod CIDR": tt.podCIDR, "socket": tt.socket, "cgroup": tt.cgroup,
 				"kubelet": tt.kubeletHealth, "kube-proxy": tt.kubeProxyHealth, "apiserverIP": "10.10.0.1",
 			}
-			for k, w := range want {
+			for k, w := range wantValues {
 				if got[k] != w {
 					t.Errorf("%s = %q, want %q", k, got[k], w)
 				}
 			}
 			np := plan.NetworkPlan()
-			if len(np.Nodes) != tt.nodes || np.Nodes[tt.idx].Local != (tt.executor == "process") {
+			if len(np.Nodes) != tt.nodes || np.Nodes[tt.idx].Local != (want == "process") {
 				t.Errorf("network plan nodes = %+v", np.Nodes)
 			}
-			if tt.executor == "container" && np.ServiceVia.String() != "10.10.0.2" {
+			if want == "container" && np.ServiceVia.String() != "10.10.0.2" {
 				t.Errorf("service CIDR routed via %s, want node 0", np.ServiceVia)
 			}
 		})

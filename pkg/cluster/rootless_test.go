@@ -24,6 +24,9 @@ func rootlessPlan(t *testing.T) *Plan {
 	cfg.Name = "golden"
 	cfg.StateDir = "/STATE"
 	cfg.CgroupParent = "/kubernix-1000"
+	// What a rootless cluster of one node resolves to (EffectiveExecutor):
+	// NewPlan reads rootless.json, which this test has not.
+	cfg.Executor = config.ExecutorProcess
 	cfg.Resolve()
 	cfg.StateDir = "/STATE"
 	facts := doctor.Facts{

@@ -75,8 +75,11 @@ const (
 
 // Running reports the PID of the cluster's live supervisor, if any.
 func Running(paths config.Paths) (int, bool) {
-	return process.Running(paths.Run(SupervisorScope, SupervisorName))
+	return process.Running(SupervisorRunDir(paths))
 }
+
+// SupervisorRunDir is the run dir recording the cluster's supervisor.
+func SupervisorRunDir(paths config.Paths) string { return paths.Run(SupervisorScope, SupervisorName) }
 
 // Up brings the cluster up and returns once every node is Ready and the
 // addons are Available. On failure it cleans up everything it did (unless
@@ -96,15 +99,17 @@ func Up(ctx context.Context, plan *Plan, log *slog.Logger, opts Options) (*Clust
 	if err := checkPort(plan.APIServerIP, plan.Cfg.APIServerPort); err != nil {
 		return nil, err
 	}
+	if err := CheckHostNamespaces(ctx, plan); err != nil {
+		return nil, err
+	}
+	if err := RemoveLeftovers(ctx, plan, log); err != nil {
+		return nil, err
+	}
 	if err := claimName(plan); err != nil {
 		return nil, fmt.Errorf("claim cluster name: %w", err)
 	}
-	// Leftovers of a killed supervisor go first.
-	if left, _ := Leftovers(plan); len(left) > 0 {
-		log.Info("removing leftovers of a previous run", "items", len(left))
-		if err := Cleanup(context.WithoutCancel(ctx), plan, log); err != nil {
-			return nil, fmt.Errorf("remove leftovers of a previous run: %w", err)
-		}
+	if err := claimHostNamespaces(plan); err != nil {
+		return nil, fmt.Errorf("claim the host's namespaces: %w", err)
 	}
 	begin := time.Now()
 	c.began = begin
@@ -132,7 +137,11 @@ func (c *Cluster) up(ctx context.Context) error {
 	if err := process.RecordSelf(p.Paths.Run(SupervisorScope, SupervisorName), SupervisorName, SupervisorScope); err != nil {
 		return fmt.Errorf("record supervisor: %w", err)
 	}
-	b, err := config.Marshal(p.Cfg)
+	// The record says how this run was laid out, so a cleanup after a
+	// crash finds what it made whatever the defaults are by then.
+	recorded := p.Cfg
+	recorded.Executor = p.Executor
+	b, err := config.Marshal(recorded)
 	if err != nil {
 		return err
 	}
@@ -179,6 +188,43 @@ func (c *Cluster) up(ctx context.Context) error {
 	c.startImageWatcher(ctx)
 	if err := kubeconfig.Merge(c.opts.KubeconfigPath, ClientKubeconfig(p.Paths), p.Cfg.ContextName()); err != nil {
 		return fmt.Errorf("merge kubeconfig into %s: %w", c.opts.KubeconfigPath, err)
+	}
+	return nil
+}
+
+// RecordedPlan returns the plan of the config the cluster in plan's state
+// dir was last started with (<state>/kubernix.toml), with plan's host
+// facts: what a cleanup after a crash must work from. Without a record it
+// returns plan itself. Errors wrap config.ErrInvalid when the record
+// cannot be read.
+func RecordedPlan(plan *Plan) (*Plan, error) {
+	file := plan.Paths.ConfigFile()
+	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
+		return plan, nil
+	}
+	cfg, err := config.Load(nil, []string{config.EnvPrefix + "CONFIG=" + file})
+	if err != nil {
+		return nil, fmt.Errorf("the record of the last run: %w", err)
+	}
+	cfg.StateDir = plan.Paths.State
+	return NewPlan(cfg, plan.Facts, plan.ImagesDir)
+}
+
+// RemoveLeftovers removes what a run of the cluster in plan's state dir
+// left behind when its supervisor was killed, as that run recorded it
+// (RecordedPlan: its node count and executor may differ from plan's).
+// Call it only when the cluster's supervisor is not running. It does
+// nothing when there are no leftovers.
+func RemoveLeftovers(ctx context.Context, plan *Plan, log *slog.Logger) error {
+	recorded, err := RecordedPlan(plan)
+	if err != nil {
+		return err
+	}
+	if left, _ := Leftovers(recorded); len(left) > 0 {
+		log.Info("removing leftovers of a previous run", "items", len(left))
+		if err := Cleanup(context.WithoutCancel(ctx), recorded, log); err != nil {
+			return fmt.Errorf("remove leftovers of a previous run: %w", err)
+		}
 	}
 	return nil
 }

@@ -14,9 +14,13 @@ import (
 
 // Executor names accepted by Config.Executor.
 const (
-	// ExecutorAuto lets kubernix choose: process for one node, container for more.
+	// ExecutorAuto lets kubernix choose: container, except for a rootless
+	// cluster of one node (see EffectiveExecutor).
 	ExecutorAuto = ""
-	// ExecutorProcess runs a node's containerd, kubelet and kube-proxy in the host's namespaces.
+	// ExecutorProcess runs a node's containerd, kubelet and kube-proxy in
+	// the host's namespaces: one node only, and as root one such cluster
+	// per host (kube-proxy's nftables table and the kubelet's device
+	// plugin directory have fixed names there).
 	ExecutorProcess = "process"
 	// ExecutorContainer runs each node in its own network, mount and UTS namespaces.
 	ExecutorContainer = "container"
@@ -52,7 +56,7 @@ type Config struct {
 	// Nodes is the number of worker nodes, 1..MaxNodes.
 	Nodes int `toml:"nodes" flag:"nodes" usage:"number of nodes"`
 	// Executor decides how node processes run: "" (auto), "process" or "container".
-	Executor string `toml:"executor" flag:"executor" usage:"how nodes run: process (host namespaces) or container (a sandbox per node); default process for 1 node, container for more"`
+	Executor string `toml:"executor" flag:"executor" usage:"how nodes run: container (a sandbox per node, the default) or process (the host's namespaces: 1 node, one such cluster per host)"`
 	// CIDR is the whole cluster address range (IPv4). Unset NodeCIDR,
 	// ServiceCIDR and ClusterCIDR are carved out of it, see Resolve.
 	CIDR string `toml:"cidr" flag:"cidr" usage:"IPv4 range the node network, service CIDR and cluster (pod) CIDR are carved from"`
@@ -173,15 +177,18 @@ func (c *Config) NodeNames() []string {
 	return names
 }
 
-// EffectiveExecutor resolves ExecutorAuto: process for one node, container for more.
-func (c *Config) EffectiveExecutor() string {
+// EffectiveExecutor resolves ExecutorAuto: container, so that nothing of
+// a node (kube-proxy's rules, the kubelet's sockets) lands in the host's
+// namespaces; but process for a rootless cluster of one node, whose "host"
+// namespaces are rootlesskit's, already private to the cluster.
+func (c *Config) EffectiveExecutor(rootless bool) string {
 	if c.Executor != ExecutorAuto {
 		return c.Executor
 	}
-	if c.Nodes > 1 {
-		return ExecutorContainer
+	if rootless && c.Nodes == 1 {
+		return ExecutorProcess
 	}
-	return ExecutorProcess
+	return ExecutorContainer
 }
 
 // String renders the config as its TOML file would read.

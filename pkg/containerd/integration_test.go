@@ -2,7 +2,6 @@ package containerd
 
 import (
 	"archive/tar"
-	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
@@ -180,7 +179,7 @@ func (n *testNode) cleanup(t *testing.T) {
 		t.Errorf("shim %d outlived containerd; killing it", pid)
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
-	mounts, err := mountsBelow(n.dir)
+	mounts, err := host.MountsUnder(n.dir)
 	if err != nil {
 		t.Error(err)
 	}
@@ -269,45 +268,6 @@ func shimsOf(t *testing.T, dir string) []int {
 		}
 	}
 	return pids
-}
-
-// mountsBelow returns the mount points at or below dir, deepest first.
-func mountsBelow(dir string) ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 5 {
-			continue
-		}
-		mp := unescapeOctal(fields[4])
-		if mp == dir || strings.HasPrefix(mp, dir+"/") {
-			out = append(out, mp)
-		}
-	}
-	slices.SortFunc(out, func(a, b string) int { return len(b) - len(a) })
-	return out, sc.Err()
-}
-
-// unescapeOctal undoes mountinfo's \ooo escapes.
-func unescapeOctal(s string) string {
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
 }
 
 // pauseRef is the pause image's ref, the sandbox image.

@@ -95,5 +95,10 @@ func (n Names) owns(name string) bool {
 	return name == n.Bridge || name == n.CNIBridge || n.isHostVeth(name)
 }
 
+// GuardTable is the name of the cluster's nftables table (family ip) that
+// drops traffic into the cluster from outside this machine:
+// "kubernix-<8 hex>".
+func (n Names) GuardTable() string { return "kubernix-" + n.Hash }
+
 // comment is the iptables comment on the cluster's jump rules.
 func (n Names) comment() string { return fmt.Sprintf("kubernix cluster %s", n.Cluster) }

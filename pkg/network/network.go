@@ -15,6 +15,7 @@
 package network
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -52,7 +53,10 @@ const ipForward = "/proc/sys/net/ipv4/ip_forward"
 //     MASQUERADE`) appended to POSTROUTING, and the filter chain
 //     Names.ForwardChain (ACCEPT in and out of the bridge and the CNI bridge)
 //     appended to FORWARD, so a FORWARD policy of DROP does not cut off pods
-//     while rules placed earlier (kube-proxy's) still apply first.
+//     while rules placed earlier (kube-proxy's) still apply first;
+//   - the guard, the nftables table Names.GuardTable, which drops traffic
+//     into the cluster ranges that does not start on this machine (see
+//     guard.go): nothing of the cluster is reachable from the LAN.
 //
 // Before changing anything it validates p (every problem at once) and checks
 // the host: an address or route of another interface or program (another
@@ -87,6 +91,9 @@ func Setup(p Plan) error {
 	}
 	if err := ensureChains(ipt, p, n); err != nil {
 		return fmt.Errorf("iptables of cluster %q: %w", p.Cluster, err)
+	}
+	if err := ensureGuard(context.Background(), p, n); err != nil {
+		return fmt.Errorf("guard of cluster %q: %w", p.Cluster, err)
 	}
 	return nil
 }

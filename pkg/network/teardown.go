@@ -1,6 +1,7 @@
 package network
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -9,18 +10,22 @@ import (
 )
 
 // Teardown removes, from the cluster name alone, everything Setup and
-// AttachNode made for cluster: the jump rules and the chains, the host
-// veths (their peers go with them), the CNI bridge, the cluster bridge (its
+// AttachNode made for cluster: the jump rules and the chains, the guard
+// table, the host veths (their peers go with them), the CNI bridge, the cluster bridge (its
 // routes go with it) and the cluster's unreachable routes. It is idempotent:
 // what is already gone is skipped, and every other failure is collected
 // with errors.Join while the rest is still removed. net.ipv4.ip_forward is
-// left as it is.
+// left as it is (the cluster package restores it with the other sysctls
+// when the host's last cluster goes).
 func Teardown(cluster string) error {
 	n := NamesFor(cluster)
 	var errs []error
 	if ipt, err := newIPTables(); err != nil {
 		errs = append(errs, err)
 	} else if err := removeChains(ipt, n); err != nil {
+		errs = append(errs, err)
+	}
+	if err := removeGuard(context.Background(), n); err != nil {
 		errs = append(errs, err)
 	}
 
@@ -56,9 +61,9 @@ func Teardown(cluster string) error {
 // Leftovers lists what of cluster's network exists on the host, one
 // human-readable line each: the cluster's links (bridge, CNI bridge, host
 // veths), routes carrying Protocol on those links, its unreachable routes,
-// its iptables chains and the jump rules to them. It is empty after
-// Teardown. It errors only when it cannot look (netlink or iptables
-// failing), returning what it found so far.
+// its iptables chains and the jump rules to them, and its guard table. It
+// is empty after Teardown. It errors only when it cannot look (netlink,
+// iptables or nft failing), returning what it found so far.
 func Leftovers(cluster string) ([]string, error) {
 	n := NamesFor(cluster)
 	var out []string
@@ -91,6 +96,11 @@ func Leftovers(cluster string) ([]string, error) {
 		if err != nil {
 			errs = append(errs, err)
 		}
+	}
+	guard, err := guardLeftovers(context.Background(), n)
+	out = append(out, guard...)
+	if err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return out, fmt.Errorf("leftovers of cluster %q: %w", cluster, err)

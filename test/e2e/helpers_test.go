@@ -30,6 +30,9 @@ type env struct {
 	extra      []string
 	// netnsBefore are the entries of /run/netns when the test began.
 	netnsBefore map[string]bool
+	// foreignMounts are mount points under the state dir that the test
+	// made as other software would: not the cluster's leftovers.
+	foreignMounts map[string]bool
 }
 
 // newEnv skips unless the test can start clusters, and returns an env for
@@ -176,8 +179,8 @@ func hash8(name string) string {
 //   - links: the cluster bridge, CNI bridge and node veths (by name hash);
 //   - iptables: the cluster's KUBERNIX-* chains, and KUBE-* chains in the
 //     host namespace (process executor);
-//   - nftables: kube-proxy's tables in the host namespace (process
-//     executor);
+//   - nftables: the cluster's guard table, and kube-proxy's tables in the
+//     host namespace (process executor);
 //   - cgroups: /kubernix/<node> in every hierarchy.
 func (e *env) leftovers(nodes []string, hostKubeChains bool) []string {
 	e.t.Helper()
@@ -194,6 +197,9 @@ func (e *env) leftovers(nodes []string, hostKubeChains bool) []string {
 	}
 	mounts, _ := os.ReadFile("/proc/self/mountinfo")
 	for _, line := range strings.Split(string(mounts), "\n") {
+		if f := strings.Fields(line); len(f) > 4 && e.foreignMounts[f[4]] {
+			continue
+		}
 		if strings.Contains(line, e.stateDir) {
 			out = append(out, "mount: "+line)
 		}
@@ -203,15 +209,14 @@ func (e *env) leftovers(nodes []string, hostKubeChains bool) []string {
 			out = append(out, "netns: /run/netns/"+name)
 		}
 	}
-	if hostKubeChains {
-		tables, _ := exec.Command("nft", "list", "tables").Output()
-		for _, line := range strings.Split(string(tables), "\n") {
-			if strings.HasSuffix(strings.TrimSpace(line), " kube-proxy") {
-				out = append(out, "nftables: "+line)
-			}
+	h := hash8(e.name)
+	tables, _ := exec.Command("nft", "list", "tables").Output()
+	for _, line := range strings.Split(string(tables), "\n") {
+		line = strings.TrimSpace(line)
+		if (hostKubeChains && strings.HasSuffix(line, " kube-proxy")) || strings.HasSuffix(line, " kubernix-"+h) {
+			out = append(out, "nftables: "+line)
 		}
 	}
-	h := hash8(e.name)
 	links, _ := exec.Command("ip", "-o", "link", "show").Output()
 	for _, line := range strings.Split(string(links), "\n") {
 		if strings.Contains(line, "kx-"+h) || strings.Contains(line, "kc-"+h) || strings.Contains(line, "kx"+h[:7]+"n") {

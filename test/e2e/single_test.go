@@ -79,8 +79,10 @@ func (e *env) apply(ctx context.Context, manifest string) {
 // asks: Ready node, a Service by ClusterIP from a pod and by NodePort from
 // the host, kubectl logs/exec/port-forward, DNS through CoreDNS, a taken
 // port refused without harm, a clean down, and an up that reuses the PKI.
+// It runs the node in the host's namespaces (--executor process, opt-in):
+// the default sandboxed node is what the other tests run.
 func TestSingleNode(t *testing.T) {
-	e := newEnv(t, "e2e-single", "10.201.0.0/16")
+	e := newEnv(t, "e2e-single", "10.201.0.0/16", "--executor", "process")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	t.Cleanup(func() {

@@ -9,10 +9,10 @@ import (
 	"time"
 
 	"github.com/spf13/cobra"
-	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubernix/kubernix/pkg/cli/common"
 	"github.com/kubernix/kubernix/pkg/cluster"
+	"github.com/kubernix/kubernix/pkg/process"
 )
 
 // NewCommand returns `kubernix down`: it asks a live supervisor to bring
@@ -33,17 +33,20 @@ func NewCommand(env *common.Env) *cobra.Command {
 			}
 			log := env.Logger(cfg)
 			begin := time.Now()
-			if pid, ok := cluster.Running(cfg.Paths()); ok && pid != os.Getpid() {
+			if sup, err := process.Adopt(cluster.SupervisorRunDir(cfg.Paths())); err == nil && sup.PID() != os.Getpid() {
+				pid := sup.PID()
 				common.Fprintf(env.Streams.Out, "asking supervisor (pid %d) to bring cluster %q down\n", pid, cfg.Name)
 				if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 					return fmt.Errorf("signal supervisor %d: %w", pid, err)
 				}
-				err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
-					_, alive := cluster.Running(cfg.Paths())
-					return !alive, nil
-				})
-				if err != nil {
+				// Until the process is gone, not only its pidfile: an
+				// up right after down must not meet it.
+				select {
+				case <-sup.Done():
+				case <-time.After(timeout):
 					log.Warn("supervisor did not exit in time; cleaning up without it", "pid", pid)
+				case <-ctx.Done():
+					return ctx.Err()
 				}
 			}
 			plan, _, err := common.Plan(ctx, cfg, false)

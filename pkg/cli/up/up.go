@@ -94,6 +94,13 @@ func run(ctx context.Context, env *common.Env, f *flags) error {
 	if err := cluster.ClearRootless(cfg.Paths()); err != nil {
 		return err
 	}
+	// What a killed run left (its apiserver holding the port, say) is
+	// this cluster's own: it goes before the host is checked.
+	if stale, _, err := common.Plan(ctx, cfg, false); err != nil {
+		return err
+	} else if err := cluster.RemoveLeftovers(ctx, stale, env.Logger(cfg)); err != nil {
+		return err
+	}
 	port, err := cluster.ChoosePort(cfg)
 	if err != nil {
 		return err
@@ -110,6 +117,9 @@ func run(ctx context.Context, env *common.Env, f *flags) error {
 		return err
 	}
 	if err := cluster.CheckName(plan); err != nil {
+		return err
+	}
+	if err := cluster.CheckHostNamespaces(ctx, plan); err != nil {
 		return err
 	}
 	if f.detach {

@@ -1,0 +1,161 @@
+package network
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+
+	"sigs.k8s.io/knftables"
+)
+
+// The guard is the cluster's own nftables table (family ip, named
+// Names.GuardTable) that keeps the cluster to this machine. The host
+// forwards (net.ipv4.ip_forward=1) and the control plane listens on the
+// bridge, so without it a LAN neighbour that routes the cluster's range
+// to this machine would reach the apiserver, etcd, the kubelets, NodePorts
+// and pods. Its two base chains run just before the filter hooks
+// (priority filter - 10) and drop any packet addressed to a cluster range
+// that arrives on an interface other than loopback, the cluster bridge or
+// the CNI bridge, unless it belongs to a connection started from inside
+// (replies to pods' masqueraded egress come back on the host's uplink).
+// An nftables drop is final whatever other tables or iptables chains
+// accept, so rules of other software cannot open the cluster by accident.
+
+// guardPriority runs the guard before the filter chains of iptables and
+// of other nftables tables at the same hooks.
+const guardPriority = knftables.FilterPriority + "-10"
+
+// guardRangesSet is the guard's set of the cluster's address ranges.
+const guardRangesSet = "cluster-ranges"
+
+// newGuard returns an nftables handle on the guard table of names n.
+func newGuard(n Names) (knftables.Interface, error) {
+	nft, err := knftables.New(knftables.IPv4Family, n.GuardTable())
+	if err != nil {
+		return nil, fmt.Errorf("nftables: %w", err)
+	}
+	return nft, nil
+}
+
+// guardTransaction fills tx with the guard of plan p (normalized): the
+// table, flushed and rewritten whole, so a second Setup converges.
+func guardTransaction(tx *knftables.Transaction, p Plan, n Names) {
+	tx.Add(&knftables.Table{Comment: knftables.PtrTo("kubernix cluster " + p.Cluster + ": only this machine reaches the cluster")})
+	tx.Flush(&knftables.Table{})
+	tx.Add(&knftables.Set{Name: guardRangesSet, Type: "ipv4_addr", Flags: []knftables.SetFlag{knftables.IntervalFlag}})
+	for _, r := range p.clusterRanges() {
+		tx.Add(&knftables.Element{Set: guardRangesSet, Key: []string{r.String()}})
+	}
+	ours := fmt.Sprintf(`{ "lo", %q, %q }`, n.Bridge, n.CNIBridge)
+	for _, hook := range []knftables.BaseChainHook{knftables.InputHook, knftables.ForwardHook} {
+		chain := string(hook)
+		tx.Add(&knftables.Chain{
+			Name: chain, Type: knftables.PtrTo(knftables.FilterType),
+			Hook: knftables.PtrTo(hook), Priority: knftables.PtrTo(guardPriority),
+		})
+		tx.Add(&knftables.Rule{Chain: chain, Rule: "ct state established,related accept"})
+		tx.Add(&knftables.Rule{
+			Chain:   chain,
+			Rule:    knftables.Concat("ip daddr", "@"+guardRangesSet, "iifname !=", ours, "drop"),
+			Comment: knftables.PtrTo("into the cluster from outside this machine"),
+		})
+	}
+}
+
+// ensureGuard creates or rewrites the guard table of plan p.
+func ensureGuard(ctx context.Context, p Plan, n Names) error {
+	nft, err := newGuard(n)
+	if err != nil {
+		return err
+	}
+	tx := nft.NewTransaction()
+	guardTransaction(tx, p, n)
+	if err := nft.Run(ctx, tx); err != nil {
+		return fmt.Errorf("nftables table ip %s: %w", n.GuardTable(), err)
+	}
+	return nil
+}
+
+// removeGuard deletes the guard table; a missing one is no error.
+func removeGuard(ctx context.Context, n Names) error {
+	nft, err := newGuard(n)
+	if err != nil {
+		return err
+	}
+	tx := nft.NewTransaction()
+	tx.Delete(&knftables.Table{})
+	if err := nft.Run(ctx, tx); err != nil && !knftables.IsNotFound(err) {
+		return fmt.Errorf("delete nftables table ip %s: %w", n.GuardTable(), err)
+	}
+	return nil
+}
+
+// guardLeftovers lists the guard table if it exists.
+func guardLeftovers(ctx context.Context, n Names) ([]string, error) {
+	nft, err := newGuard(n)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := nft.List(ctx, "chains"); err != nil {
+		if knftables.IsNotFound(err) {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("list nftables table ip %s: %w", n.GuardTable(), err)
+	}
+	return []string{"nftables table ip " + n.GuardTable()}, nil
+}
+
+// KubeProxyTable is the nftables table kube-proxy's nftables mode makes,
+// in the ip and ip6 families (k8s.io/kubernetes pkg/proxy/nftables:
+// kubeProxyTable). Its name is fixed, so only one kube-proxy can run in a
+// network namespace.
+const KubeProxyTable = "kube-proxy"
+
+// kubeProxyFamilies are the families kube-proxy makes its table in.
+var kubeProxyFamilies = []knftables.Family{knftables.IPv4Family, knftables.IPv6Family}
+
+// KubeProxyTables lists, as "ip kube-proxy" and "ip6 kube-proxy", the
+// kube-proxy tables that exist in this network namespace. It errors when
+// nft cannot be run or listed.
+func KubeProxyTables(ctx context.Context) ([]string, error) {
+	var out []string
+	var errs []error
+	for _, family := range kubeProxyFamilies {
+		nft, err := knftables.New(family, KubeProxyTable)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("nftables %s: %w", family, err))
+			continue
+		}
+		if _, err := nft.List(ctx, "chains"); err == nil {
+			out = append(out, string(family)+" "+KubeProxyTable)
+		} else if !knftables.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("list nftables table %s %s: %w", family, KubeProxyTable, err))
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// DeleteKubeProxyTables deletes kube-proxy's tables in this network
+// namespace; missing ones are no error. Call it only for tables the
+// caller's own kube-proxy made (see the cluster package's host namespace
+// claim): another kube-proxy's Service rules live there too.
+func DeleteKubeProxyTables(ctx context.Context) error {
+	var errs []error
+	for _, family := range kubeProxyFamilies {
+		nft, err := knftables.New(family, KubeProxyTable)
+		if err != nil {
+			if errors.Is(err, exec.ErrNotFound) {
+				continue // no nft here: nothing can have made the table
+			}
+			errs = append(errs, fmt.Errorf("nftables %s: %w", family, err))
+			continue
+		}
+		tx := nft.NewTransaction()
+		tx.Delete(&knftables.Table{})
+		if err := nft.Run(ctx, tx); err != nil && !knftables.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete nftables table %s %s: %w", family, KubeProxyTable, err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,386 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netns"
+	"golang.org/x/sys/unix"
+)
+
+// foreignSysctls are set before the clusters start: the values a host
+// had, which must come back when its last cluster goes.
+var foreignSysctls = map[string]string{"kernel.panic": "0", "kernel.panic_on_oops": "0", "vm.overcommit_memory": "0"}
+
+// TestHostSafety proves that clusters take only what they made and open
+// nothing to the outside (issue 11, items 1 and 2). Around two single-node
+// clusters, A and B, side by side, it plants what belongs to others: a
+// tmpfs at A's state dir (the user's disk), a directory bind-mounted at
+// A's images folder, an iptables chain KUBE-TEST, an nftables table "ip
+// kube-proxy" (another kube-proxy's), and the host's own sysctl values.
+// Then: A serves a Service from the host while B goes up and down (and B
+// while A goes down); a cluster with --executor process is refused beside
+// the foreign kube-proxy table; a neighbour network namespace that routes
+// the cluster range via this host reaches none of A's listeners while the
+// host does; everything foreign survives both downs, and the sysctls are
+// the host's again after the last one.
+func TestHostSafety(t *testing.T) {
+	a := newEnv(t, "e2e-safe-a", "10.211.0.0/16")
+	b := newEnv(t, "e2e-safe-b", "10.212.0.0/16")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	plantForeign(t, a)
+	for k, v := range foreignSysctls {
+		setSysctl(t, k, v)
+	}
+	for _, e := range []*env{a, b} { // before what plantForeign undoes
+		t.Cleanup(func() {
+			if out, code := e.kubernix(context.Background(), "down"); code != 0 {
+				t.Logf("cleanup down of %s exited %d:\n%s", e.name, code, out)
+			}
+		})
+	}
+
+	t.Logf("up A:\n%s", a.mustKubernix(ctx, "up", "--detach"))
+	// The images folder is the user's to mount once the cluster made it.
+	imagesMount := bindMount(t, a, filepath.Join(a.stateDir, "images"))
+	svcA := a.serve(ctx, "e2e-safe-a-node-0")
+
+	t.Run("process executor refused beside another kube-proxy's table", func(t *testing.T) {
+		c := newEnv(t, "e2e-safe-c", "10.213.0.0/16", "--executor", "process")
+		out, code := c.kubernix(ctx, "up", "--detach")
+		if code != 2 || !strings.Contains(out, "ip kube-proxy") || !strings.Contains(out, "--executor") {
+			t.Errorf("up --executor process: exit %d, output:\n%s\nwant exit 2 naming the table and the flag", code, out)
+		}
+		if left := c.leftovers([]string{"e2e-safe-c-node-0"}, false); len(left) > 0 {
+			t.Errorf("refused up left: %v", left)
+		}
+	})
+
+	t.Run("a neighbour reaches nothing, the host everything", func(t *testing.T) {
+		n := newNeighbour(t, a.cidr)
+		defer n.remove()
+		targets := map[string]string{
+			"apiserver": svcA.bridgeIP + ":6443",
+			"etcd":      svcA.bridgeIP + ":2379",
+			"kubelet":   svcA.nodeIP + ":10250",
+			"NodePort":  svcA.nodeIP + ":" + svcA.nodePort,
+			"pod IP":    svcA.podIP + ":8080",
+		}
+		for what, addr := range targets {
+			if err := dial(netns.None(), addr); err != nil {
+				t.Errorf("the host cannot reach the %s at %s: %v", what, addr, err)
+			}
+			if err := dial(n.ns, addr); err == nil {
+				t.Errorf("the neighbour reached the %s at %s", what, addr)
+			}
+		}
+	})
+
+	t.Logf("up B:\n%s", b.mustKubernix(ctx, "up", "--detach"))
+	svcB := b.serve(ctx, "e2e-safe-b-node-0")
+	svcA.mustAnswer(ctx, t, "A, with B up")
+	b.mustKubernix(ctx, "down")
+	svcA.mustAnswer(ctx, t, "A, after B went down")
+
+	t.Logf("up B again:\n%s", b.mustKubernix(ctx, "up", "--detach"))
+	svcB.mustAnswer(ctx, t, "B, up again")
+	a.mustKubernix(ctx, "down")
+	if left := a.leftovers([]string{"e2e-safe-a-node-0"}, false); len(left) > 0 {
+		t.Errorf("down of A left behind:\n%s", strings.Join(left, "\n"))
+	}
+	svcB.mustAnswer(ctx, t, "B, after A went down")
+	checkSysctls(t, false)
+	b.mustKubernix(ctx, "down")
+	checkSysctls(t, true)
+
+	t.Run("what others made survives", func(t *testing.T) {
+		if !isMountPoint(a.stateDir) {
+			t.Errorf("the tmpfs at the state dir %s was unmounted", a.stateDir)
+		} else if _, err := os.Stat(filepath.Join(a.stateDir, "pki", "ca.crt")); err != nil {
+			t.Errorf("the cluster's state is not on the tmpfs at the state dir: %v", err)
+		}
+		if _, err := os.Stat(filepath.Join(imagesMount, "user-file")); err != nil {
+			t.Errorf("the mount at the images folder was removed: %v", err)
+		}
+		if out, err := exec.Command("iptables", "-S", "KUBE-TEST").CombinedOutput(); err != nil {
+			t.Errorf("the foreign chain KUBE-TEST is gone: %v: %s", err, out)
+		}
+		if out, err := exec.Command("nft", "list", "table", "ip", "kube-proxy").CombinedOutput(); err != nil {
+			t.Errorf("the foreign table ip kube-proxy is gone: %v: %s", err, out)
+		}
+	})
+}
+
+// TestCleanupFollowsRecord kills the supervisor of a 3-node cluster and
+// starts the same cluster with 1 node: the leftovers of nodes 1 and 2 go
+// too, as the record of the killed run says they exist.
+func TestCleanupFollowsRecord(t *testing.T) {
+	e := newEnv(t, "e2e-rec", "10.214.0.0/16")
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	t.Cleanup(func() { e.kubernix(context.Background(), "down") })
+	nodes := []string{"e2e-rec-node-0", "e2e-rec-node-1", "e2e-rec-node-2"}
+
+	e.mustKubernix(ctx, "up", "--detach", "--nodes", "3")
+	pid := readPid(t, filepath.Join(e.stateDir, "run", "supervisor", "kubernix", "pid"))
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, pid)
+	e.mustKubernix(ctx, "up", "--detach", "--nodes", "1")
+	if left := e.leftovers(nodes[1:], false); len(left) > 0 {
+		// Everything of the cluster still runs: keep only nodes 1 and 2.
+		var stale []string
+		for _, l := range left {
+			if strings.Contains(l, nodes[1]) || strings.Contains(l, nodes[2]) {
+				stale = append(stale, l)
+			}
+		}
+		if len(stale) > 0 {
+			t.Errorf("after up --nodes 1, the killed run's nodes 1 and 2 remain:\n%s", strings.Join(stale, "\n"))
+		}
+	}
+	e.mustKubernix(ctx, "down")
+	if left := e.leftovers(nodes, false); len(left) > 0 {
+		t.Errorf("down left behind:\n%s", strings.Join(left, "\n"))
+	}
+}
+
+// plantForeign makes what other software owns, and removes it at the end:
+// a tmpfs at e's state dir, a chain KUBE-TEST in the filter table, and a
+// table ip kube-proxy with a chain.
+func plantForeign(t *testing.T, e *env) {
+	t.Helper()
+	if err := unix.Mount("tmpfs", e.stateDir, "tmpfs", 0, "mode=0755"); err != nil {
+		t.Fatalf("mount tmpfs at %s: %v", e.stateDir, err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(e.stateDir, unix.MNT_DETACH) })
+	e.foreign(e.stateDir)
+	run(t, "iptables", "-N", "KUBE-TEST")
+	t.Cleanup(func() { _ = exec.Command("iptables", "-X", "KUBE-TEST").Run() })
+	run(t, "nft", "add table ip kube-proxy; add chain ip kube-proxy services")
+	t.Cleanup(func() { _ = exec.Command("nft", "delete", "table", "ip", "kube-proxy").Run() })
+}
+
+// bindMount bind-mounts a new directory holding user-file at dir, under
+// e's state dir, as a user would mount their image folder, and returns dir.
+func bindMount(t *testing.T, e *env, dir string) string {
+	t.Helper()
+	src := t.TempDir()
+	if err := os.WriteFile(filepath.Join(src, "user-file"), []byte("mine\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount(src, dir, "", unix.MS_BIND, ""); err != nil {
+		t.Fatalf("bind %s at %s: %v", src, dir, err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(dir, unix.MNT_DETACH) })
+	e.foreign(dir)
+	return dir
+}
+
+// foreign marks a mount point under the state dir as not the cluster's.
+func (e *env) foreign(mountPoint string) {
+	if e.foreignMounts == nil {
+		e.foreignMounts = map[string]bool{}
+	}
+	e.foreignMounts[mountPoint] = true
+}
+
+// isMountPoint reports whether dir is on another file system than its parent.
+func isMountPoint(dir string) bool {
+	var st, parent unix.Stat_t
+	return unix.Stat(dir, &st) == nil && unix.Stat(filepath.Dir(dir), &parent) == nil && st.Dev != parent.Dev
+}
+
+func setSysctl(t *testing.T, name, value string) {
+	t.Helper()
+	path := "/proc/sys/" + strings.ReplaceAll(name, ".", "/")
+	old, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(value), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.WriteFile(path, old, 0o644) })
+}
+
+// checkSysctls reports sysctls that are (restored) or are not (!restored)
+// the values foreignSysctls set: while a cluster runs, its kubelet's
+// values hold (kernel.panic=10, ...).
+func checkSysctls(t *testing.T, restored bool) {
+	t.Helper()
+	for k, want := range foreignSysctls {
+		b, err := os.ReadFile("/proc/sys/" + strings.ReplaceAll(k, ".", "/"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := strings.TrimSpace(string(b))
+		switch {
+		case restored && got != want:
+			t.Errorf("after the last cluster went, %s=%s, want the host's %s", k, got, want)
+		case !restored && got == want:
+			t.Errorf("with a cluster running, %s=%s: its kubelet's value was restored under it", k, got)
+		}
+	}
+}
+
+func waitGone(t *testing.T, pid int) {
+	t.Helper()
+	eventually(t, 10*time.Second, fmt.Sprintf("pid %d exits", pid), func() error {
+		if err := syscall.Kill(pid, 0); err == nil {
+			return fmt.Errorf("still alive")
+		}
+		return nil
+	})
+}
+
+// service is a netexec Service of one cluster and where it listens.
+type service struct {
+	e                                 *env
+	bridgeIP, nodeIP, nodePort, podIP string
+}
+
+// serve deploys netexec with a NodePort Service and waits until the host
+// gets an answer through the NodePort.
+func (e *env) serve(ctx context.Context, node string) *service {
+	e.t.Helper()
+	e.apply(ctx, netexecManifest(1, false))
+	e.mustKubectl(ctx, "wait", "--for=condition=Available", "deployment/netexec", "--timeout=120s")
+	s := &service{
+		e:        e,
+		bridgeIP: strings.TrimSuffix(e.cidr, "0.0/16") + "0.1",
+		nodeIP:   strings.TrimSpace(e.mustKubectl(ctx, "get", "node", node, "-o", `jsonpath={.status.addresses[?(@.type=="InternalIP")].address}`)),
+		nodePort: strings.TrimSpace(e.mustKubectl(ctx, "get", "svc", "netexec", "-o", "jsonpath={.spec.ports[0].nodePort}")),
+		podIP:    strings.TrimSpace(e.mustKubectl(ctx, "get", "pods", "-l", "app=netexec", "-o", "jsonpath={.items[0].status.podIP}")),
+	}
+	s.mustAnswer(ctx, e.t, e.name)
+	return s
+}
+
+// mustAnswer fails t unless the NodePort answers from the host.
+func (s *service) mustAnswer(ctx context.Context, t *testing.T, what string) {
+	t.Helper()
+	eventually(t, 30*time.Second, what+": NodePort answers", func() error {
+		body, err := httpGet(ctx, "http://"+net.JoinHostPort(s.nodeIP, s.nodePort)+"/hostname")
+		if err == nil && !strings.HasPrefix(body, "netexec-") {
+			return fmt.Errorf("answer %q is not a netexec pod's hostname", body)
+		}
+		return err
+	})
+}
+
+// neighbour is a network namespace the test makes as a LAN neighbour
+// would be: a veth to the host (172.31.254.2/30, the host 172.31.254.1)
+// and a route for the cluster's range via the host.
+type neighbour struct {
+	t    *testing.T
+	name string
+	ns   netns.NsHandle
+}
+
+func newNeighbour(t *testing.T, cidr string) *neighbour {
+	t.Helper()
+	n := &neighbour{t: t, name: "kxnb-" + strconv.Itoa(os.Getpid())}
+	run(t, "ip", "netns", "add", n.name)
+	run(t, "ip", "link", "add", "kxnbh0", "type", "veth", "peer", "name", "kxnbn0", "netns", n.name)
+	run(t, "ip", "addr", "add", "172.31.254.1/30", "dev", "kxnbh0")
+	run(t, "ip", "link", "set", "kxnbh0", "up")
+	for _, args := range [][]string{
+		{"addr", "add", "172.31.254.2/30", "dev", "kxnbn0"},
+		{"link", "set", "kxnbn0", "up"},
+		{"link", "set", "lo", "up"},
+		{"route", "add", cidr, "via", "172.31.254.1"},
+	} {
+		run(t, append([]string{"ip", "-n", n.name}, args...)...)
+	}
+	ns, err := netns.GetFromName(n.name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.ns = ns
+	// The control: the neighbour does reach the host, so a refused
+	// cluster address is the guard's doing, not a broken path.
+	l, err := net.Listen("tcp", "172.31.254.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		if c, err := l.Accept(); err == nil {
+			c.Close()
+		}
+	}()
+	if err := dial(ns, l.Addr().String()); err != nil {
+		n.remove()
+		t.Fatalf("the neighbour cannot reach the host at %s: %v", l.Addr(), err)
+	}
+	return n
+}
+
+func (n *neighbour) remove() {
+	n.ns.Close()
+	_ = exec.Command("ip", "link", "del", "kxnbh0").Run()
+	_ = exec.Command("ip", "netns", "del", n.name).Run()
+}
+
+// dial opens a TCP connection to addr from network namespace ns (the
+// test's own with netns.None()), giving up after 2 s.
+func dial(ns netns.NsHandle, addr string) error {
+	errc := make(chan error, 1)
+	go func() {
+		if ns.IsOpen() {
+			// The thread stays locked: it exits with this goroutine,
+			// taking the namespace with it, and never runs another.
+			runtime.LockOSThread()
+			if err := netns.Set(ns); err != nil {
+				errc <- err
+				return
+			}
+		}
+		c, err := net.DialTimeout("tcp", addr, 2*time.Second)
+		if err == nil {
+			c.Close()
+		}
+		errc <- err
+	}()
+	return <-errc
+}
+
+// TestDownLeavesNothing brings clusters of 1 and 3 nodes up and down ten
+// times each and checks, at once after each `kubernix down` returns, that
+// nothing of the cluster is left: processes (shims and the supervisor
+// included), mounts, network namespaces, links, routes, chains, nftables
+// tables and cgroups.
+func TestDownLeavesNothing(t *testing.T) {
+	for _, nodes := range []int{1, 3} {
+		t.Run(fmt.Sprintf("%d nodes", nodes), func(t *testing.T) {
+			e := newEnv(t, fmt.Sprintf("e2e-leak%d", nodes), fmt.Sprintf("10.%d.0.0/16", 220+nodes), "--nodes", strconv.Itoa(nodes))
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+			defer cancel()
+			t.Cleanup(func() { e.kubernix(context.Background(), "down") })
+			var names []string
+			for i := range nodes {
+				names = append(names, fmt.Sprintf("%s-node-%d", e.name, i))
+			}
+			for cycle := range 10 {
+				e.mustKubernix(ctx, "up", "--detach")
+				e.mustKubernix(ctx, "down")
+				if left := e.leftovers(names, false); len(left) > 0 {
+					t.Fatalf("cycle %d: right after down:\n%s", cycle+1, strings.Join(left, "\n"))
+				}
+			}
+		})
+	}
+}
