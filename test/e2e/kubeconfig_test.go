@@ -42,6 +42,7 @@ func TestKubeconfigMalformed(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("up with a malformed kubeconfig exited %d (the cluster was torn down):\n%s", code, out)
 	}
+	t.Logf("up --detach:\n%s", out)
 	admin := filepath.Join(e.stateDir, "kubeconfig", "admin.kubeconfig")
 	for _, want := range []string{"WARNING", e.kubeconfig, "KUBECONFIG=" + admin + " kubectl", "kubernix env --name " + e.name} {
 		if !strings.Contains(out, want) {
