@@ -46,7 +46,8 @@ const (
 // process itself, with no Owner.
 //
 // The error names the variable when SUDO_UID or SUDO_GID is not a number,
-// or wraps os/user's error when SUDO_USER is unknown.
+// wraps os/user's error when SUDO_USER is unknown, or says that
+// $KUBECONFIG names no file (e.g. "a:" while a does not exist).
 func UserTarget() (Target, error) {
 	return userTarget(os.Geteuid(), user.Lookup)
 }
