@@ -11,7 +11,19 @@ import (
 // Write writes data with mode to a temporary file in path's directory,
 // syncs it and renames it over path. The directory must exist. On error the
 // temporary file is removed and path is unchanged.
-func Write(path string, data []byte, mode os.FileMode) (err error) {
+//
+// The new file is owned by the calling process, whoever owned path before:
+// see WriteOwned to choose.
+func Write(path string, data []byte, mode os.FileMode) error {
+	return WriteOwned(path, data, mode, -1, -1)
+}
+
+// WriteOwned is Write with the new file owned by uid and gid (each -1
+// keeps the process's own), set on the temporary file before the rename,
+// so path never has another owner or mode, not even for a moment. Changing
+// the owner needs CAP_CHOWN; without it the error wraps fs.ErrPermission
+// and path is unchanged.
+func WriteOwned(path string, data []byte, mode os.FileMode, uid, gid int) (err error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
@@ -22,6 +34,12 @@ func Write(path string, data []byte, mode os.FileMode) (err error) {
 			os.Remove(f.Name())
 		}
 	}()
+	if uid != -1 || gid != -1 {
+		// Before the chmod: a chown may clear set-id bits.
+		if err := f.Chown(uid, gid); err != nil {
+			return err
+		}
+	}
 	if err := f.Chmod(mode); err != nil {
 		return err
 	}

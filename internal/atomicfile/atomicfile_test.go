@@ -3,6 +3,7 @@ package atomicfile
 import (
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 )
 
@@ -30,5 +31,45 @@ func TestWrite(t *testing.T) {
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 {
 		t.Errorf("temporary files left: %v", entries)
+	}
+}
+
+func TestWriteOwned(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (CAP_CHOWN) to give a file to another user")
+	}
+	const uid, gid = 4321, 4322
+	tests := []struct {
+		name             string
+		uid, gid         int
+		wantUID, wantGID uint32
+	}{
+		{"both", uid, gid, uid, gid},
+		{"owner only", uid, -1, uid, 0},
+		{"group only", -1, gid, 0, gid},
+		{"neither", -1, -1, 0, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, "f")
+			if err := os.WriteFile(p, []byte("old"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			if err := WriteOwned(p, []byte("new"), 0o640, tt.uid, tt.gid); err != nil {
+				t.Fatal(err)
+			}
+			st, err := os.Stat(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sys := st.Sys().(*syscall.Stat_t)
+			if sys.Uid != tt.wantUID || sys.Gid != tt.wantGID || st.Mode().Perm() != 0o640 {
+				t.Errorf("owner %d:%d mode %v, want %d:%d 0640", sys.Uid, sys.Gid, st.Mode().Perm(), tt.wantUID, tt.wantGID)
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+				t.Errorf("temporary files left: %v", entries)
+			}
+		})
 	}
 }

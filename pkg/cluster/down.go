@@ -19,7 +19,6 @@ import (
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/containerd"
 	"github.com/kubernix/kubernix/pkg/host"
-	"github.com/kubernix/kubernix/pkg/kubeconfig"
 	"github.com/kubernix/kubernix/pkg/network"
 	"github.com/kubernix/kubernix/pkg/node"
 	"github.com/kubernix/kubernix/pkg/process"
@@ -104,7 +103,7 @@ func Cleanup(ctx context.Context, plan *Plan, log *slog.Logger) error {
 		add(leaveSysctls(plan.Paths))
 	}
 	add(releaseName(plan))
-	add(kubeconfig.Remove(kubeconfig.DefaultPath(), plan.Cfg.ContextName()))
+	add(removeUserKubeconfig(plan, log))
 	return errors.Join(errs...)
 }
 

@@ -40,8 +40,8 @@ type Options struct {
 	// Retain keeps what a failed Up started (processes, network, mounts)
 	// for inspection instead of cleaning it up.
 	Retain bool
-	// KubeconfigPath is where the admin context is merged; "" means
-	// kubeconfig.DefaultPath().
+	// KubeconfigPath is where the admin context is merged; "" means the
+	// invoking user's kubeconfig (kubeconfig.UserTarget).
 	KubeconfigPath string
 }
 
@@ -62,6 +62,9 @@ type Cluster struct {
 	// importer reads each image tarball once for all nodes (built-in
 	// images and the images folder's).
 	importer *containerd.Importer
+	// kubeconfigWarning says why the context is not in the user's
+	// kubeconfig, if it is not (see mergeUserKubeconfig).
+	kubeconfigWarning string
 
 	mu     sync.Mutex
 	agents map[string][]component.Stoppable // node name -> kubelet, kube-proxy
@@ -87,9 +90,6 @@ func SupervisorRunDir(paths config.Paths) string { return paths.Run(SupervisorSc
 // carries its log tail.
 func Up(ctx context.Context, plan *Plan, log *slog.Logger, opts Options) (*Cluster, error) {
 	c := &Cluster{Plan: plan, Log: log, opts: opts, timings: newTimings(), agents: map[string][]component.Stoppable{}}
-	if opts.KubeconfigPath == "" {
-		c.opts.KubeconfigPath = kubeconfig.DefaultPath()
-	}
 	if pid, ok := Running(plan.Paths); ok {
 		return nil, fmt.Errorf("%w: %s (supervisor pid %d); stop it with `kubernix down --name %s`", ErrTaken, plan.Cfg.Name, pid, plan.Cfg.Name)
 	}
@@ -124,6 +124,7 @@ func Up(ctx context.Context, plan *Plan, log *slog.Logger, opts Options) (*Clust
 	c.timings.Total = time.Since(begin)
 	_ = c.timings.save(plan.Paths)
 	c.progress("cluster %q ready in %s: %d node(s), kubectl context %s\n", plan.Cfg.Name, round(c.timings.Total), len(plan.Nodes), plan.Cfg.ContextName())
+	c.progress("%s", c.kubeconfigWarning)
 	return c, nil
 }
 
@@ -186,9 +187,7 @@ func (c *Cluster) up(ctx context.Context) error {
 		return err
 	}
 	c.startImageWatcher(ctx)
-	if err := kubeconfig.Merge(c.opts.KubeconfigPath, ClientKubeconfig(p.Paths), p.Cfg.ContextName()); err != nil {
-		return fmt.Errorf("merge kubeconfig into %s: %w", c.opts.KubeconfigPath, err)
-	}
+	c.kubeconfigWarning = c.mergeUserKubeconfig()
 	return nil
 }
 

@@ -3,24 +3,33 @@
 // kubeconfig, so kubectl works at once after `kubernix up` and nothing is
 // left behind after `kubernix down`.
 //
-// Every file is read and written through client-go's clientcmd; nothing here
-// renders YAML by hand. Writes are atomic (temporary file and rename) with
-// mode 0600, and changes to a shared kubeconfig take the same lock file
-// (<file>.lock) kubectl takes, so kubernix and kubectl do not overwrite each
-// other's edits.
+// Every file is read and encoded through client-go's clientcmd; nothing here
+// renders YAML by hand. Writes are atomic (temporary file and rename); a new
+// file gets mode 0600, an existing one keeps its mode and owner, and changes
+// to a shared kubeconfig take the same lock file (<file>.lock) kubectl
+// takes, so kubernix and kubectl do not overwrite each other's edits.
+//
+// clientcmd.ModifyConfig is not used for the user's kubeconfig: it rewrites
+// the file in place (a crash mid-write leaves it truncated), creates
+// directories with mode 0755 owned by the process (root under sudo), and
+// fails at once when the lock file exists instead of waiting for kubectl to
+// finish.
 package kubeconfig
 
 import (
 	"errors"
 	"fmt"
-	"github.com/kubernix/kubernix/internal/atomicfile"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"syscall"
+	"time"
 
+	"github.com/moby/sys/user"
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
+	"github.com/kubernix/kubernix/internal/atomicfile"
 	"github.com/kubernix/kubernix/pkg/pki"
 )
 
@@ -31,13 +40,19 @@ const (
 	dirMode os.FileMode = 0o700
 )
 
+// ErrReadOnly is wrapped by the error of Merge or Remove when the
+// kubeconfig, or the directory that holds it, has no write permission for
+// its owner.
+var ErrReadOnly = errors.New("kubeconfig is read-only")
+
 // Write writes a self-contained kubeconfig to path with one cluster, user
 // and context, all named contextName, and current-context set to it.
 // server is the apiserver URL (e.g. https://10.10.0.1:6443); the CA
 // certificate in caFile and the client certificate and key of client are
 // embedded as data, so the file stays valid wherever it is copied. path is
-// replaced atomically with mode 0600; missing parent directories are created
-// with mode 0700. Errors name the file that could not be read or written.
+// replaced atomically, with mode 0600 when new (see Merge for an existing
+// file); missing parent directories are created with mode 0700. Errors
+// name the file that could not be read or written.
 func Write(path, contextName, server string, caFile string, client pki.Pair) error {
 	if contextName == "" {
 		return errors.New("kubeconfig: write " + path + ": context name is empty")
@@ -72,23 +87,38 @@ func Write(path, contextName, server string, caFile string, client pki.Pair) err
 	kctx.AuthInfo = contextName
 	cfg.Contexts[contextName] = kctx
 	cfg.CurrentContext = contextName
-	return save(path, cfg)
+	if err := os.MkdirAll(filepath.Dir(path), dirMode); err != nil {
+		return fmt.Errorf("kubeconfig: write %s: %w", path, err)
+	}
+	return save(path, cfg, nil)
 }
 
 // Merge copies the context named contextName from the kubeconfig at src,
-// with the cluster and user it refers to, into the kubeconfig at dst, all
-// three under the name contextName (replacing entries of that name), and
-// sets dst's current-context to contextName. Everything else in dst is
-// kept. dst and its directory are created if missing (directory mode 0700);
-// dst is written atomically with mode 0600. If dst is a symlink, its target
-// is updated and the link kept. Relative file references in src's entries
-// are made absolute, as they would no longer resolve from dst.
+// with the cluster and user it refers to, into the kubeconfig dst.Path,
+// all three under the name contextName (replacing entries of that name),
+// and sets its current-context to contextName. Everything else in the file
+// is kept. Relative file references in src's entries are made absolute, as
+// they would no longer resolve from dst.
 //
-// Merge holds dst+".lock", the lock file kubectl uses, while it reads and
-// writes dst; it waits up to LockTimeout for another writer and then fails
-// with an error wrapping ErrLocked. A src without the context, or whose
-// context names a missing cluster or user, is an error.
-func Merge(dst, src, contextName string) (err error) {
+// The file is replaced atomically (a crash leaves the old or the new file,
+// never a part). An existing file keeps its mode, owner and group; if it
+// is a symlink, its target is updated and the link kept. A missing file is
+// created with mode 0600 and missing directories with mode 0700, both owned
+// by dst.Owner when set.
+//
+// Merge holds the lock file kubectl uses (see lockFile) while it reads and
+// writes the file; it waits up to LockTimeout for another writer and then
+// fails with an error wrapping ErrLocked. A file (or the directory that
+// holds it) its owner may not write is refused with ErrReadOnly, a file
+// that does not parse as a kubeconfig with clientcmd's error, and the file
+// is left as it was. A src without the context, or whose context names a
+// missing cluster or user, is an error.
+func Merge(dst Target, src, contextName string) error {
+	return merge(dst, src, contextName, LockTimeout)
+}
+
+// merge is Merge waiting lockTimeout for the lock.
+func merge(dst Target, src, contextName string, lockTimeout time.Duration) (err error) {
 	from, err := clientcmd.LoadFromFile(src)
 	if err != nil {
 		return fmt.Errorf("kubeconfig: load %s: %w", src, err)
@@ -98,46 +128,55 @@ func Merge(dst, src, contextName string) (err error) {
 	}
 	kctx, ok := from.Contexts[contextName]
 	if !ok {
-		return fmt.Errorf("kubeconfig: merge %s: context %q not in %s", dst, contextName, src)
+		return fmt.Errorf("kubeconfig: merge %s: context %q not in %s", dst.Path, contextName, src)
 	}
 	cluster, ok := from.Clusters[kctx.Cluster]
 	if !ok {
-		return fmt.Errorf("kubeconfig: merge %s: cluster %q of context %q not in %s", dst, kctx.Cluster, contextName, src)
+		return fmt.Errorf("kubeconfig: merge %s: cluster %q of context %q not in %s", dst.Path, kctx.Cluster, contextName, src)
 	}
-	user, ok := from.AuthInfos[kctx.AuthInfo]
+	authInfo, ok := from.AuthInfos[kctx.AuthInfo]
 	if !ok {
-		return fmt.Errorf("kubeconfig: merge %s: user %q of context %q not in %s", dst, kctx.AuthInfo, contextName, src)
+		return fmt.Errorf("kubeconfig: merge %s: user %q of context %q not in %s", dst.Path, kctx.AuthInfo, contextName, src)
 	}
 	kctx = kctx.DeepCopy()
 	kctx.Cluster = contextName
 	kctx.AuthInfo = contextName
 
-	unlock, err := lockFile(dst, LockTimeout)
+	if err := mkdirOwned(filepath.Dir(dst.Path), dst.Owner); err != nil {
+		return fmt.Errorf("kubeconfig: merge %s: %w", dst.Path, err)
+	}
+	unlock, err := lockFile(dst.Path, lockTimeout)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, unlock()) }()
 
-	cfg, err := load(dst)
+	cfg, err := load(dst.Path)
 	if err != nil {
 		return err
 	}
 	cfg.Clusters[contextName] = cluster.DeepCopy()
-	cfg.AuthInfos[contextName] = user.DeepCopy()
+	cfg.AuthInfos[contextName] = authInfo.DeepCopy()
 	cfg.Contexts[contextName] = kctx
 	cfg.CurrentContext = contextName
-	return save(dst, cfg)
+	return save(dst.Path, cfg, dst.Owner)
 }
 
 // Remove deletes the cluster, user and context named contextName from the
 // kubeconfig at dst and clears current-context if it was contextName.
-// Everything else is kept. A missing dst or missing entries are not errors,
-// and leave dst untouched. Remove locks dst like Merge.
-func Remove(dst, contextName string) (err error) {
+// Everything else is kept, and the file keeps its mode and owner. A missing
+// dst or missing entries are not errors, and leave dst untouched. Remove
+// locks dst and refuses a read-only file like Merge.
+func Remove(dst, contextName string) error {
+	return remove(dst, contextName, LockTimeout)
+}
+
+// remove is Remove waiting lockTimeout for the lock.
+func remove(dst, contextName string, lockTimeout time.Duration) (err error) {
 	if _, err := os.Stat(dst); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	unlock, err := lockFile(dst, LockTimeout)
+	unlock, err := lockFile(dst, lockTimeout)
 	if err != nil {
 		return err
 	}
@@ -163,19 +202,7 @@ func Remove(dst, contextName string) (err error) {
 	if wasCurrent {
 		cfg.CurrentContext = ""
 	}
-	return save(dst, cfg)
-}
-
-// DefaultPath returns the kubeconfig kubectl writes to: the first non-empty
-// entry of $KUBECONFIG (a list separated by the OS's path list separator,
-// ':' on Linux), else ~/.kube/config (clientcmd.RecommendedHomeFile).
-func DefaultPath() string {
-	for _, p := range filepath.SplitList(os.Getenv(clientcmd.RecommendedConfigPathEnvVar)) {
-		if p != "" {
-			return p
-		}
-	}
-	return clientcmd.RecommendedHomeFile
+	return save(dst, cfg, nil)
 }
 
 // load reads the kubeconfig at path; a missing file is an empty config.
@@ -190,8 +217,13 @@ func load(path string) (*clientcmdapi.Config, error) {
 	return cfg, nil
 }
 
-// save writes cfg to path (or, if path is a symlink, to its target).
-func save(path string, cfg *clientcmdapi.Config) error {
+// save writes cfg to path (or, if path is a symlink, to its target)
+// atomically. An existing file keeps its mode, owner and group; a new one
+// gets mode 0600 and owner (nil: the process's). A file or directory whose
+// owner has no write permission is refused with ErrReadOnly: the atomic
+// rename needs only the directory, and root passes every permission check,
+// so the mode alone says that the user protected the file.
+func save(path string, cfg *clientcmdapi.Config, owner *Owner) error {
 	data, err := clientcmd.Write(*cfg)
 	if err != nil {
 		return fmt.Errorf("kubeconfig: encode %s: %w", path, err)
@@ -200,17 +232,37 @@ func save(path string, cfg *clientcmdapi.Config) error {
 	if resolved, err := filepath.EvalSymlinks(path); err == nil {
 		target = resolved
 	}
-	if err := writeFileAtomic(target, data, fileMode); err != nil {
+	mode, uid, gid := fileMode, -1, -1
+	if owner != nil {
+		uid, gid = owner.UID, owner.GID
+	}
+	fi, err := os.Stat(target)
+	switch {
+	case err == nil:
+		if fi.Mode().Perm()&0o200 == 0 {
+			return fmt.Errorf("kubeconfig: write %s: %w (mode %v)", path, ErrReadOnly, fi.Mode().Perm())
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		mode, uid, gid = fi.Mode().Perm(), int(st.Uid), int(st.Gid)
+	case !errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("kubeconfig: write %s: %w", path, err)
+	}
+	dir := filepath.Dir(target)
+	if di, err := os.Stat(dir); err == nil && di.Mode().Perm()&0o200 == 0 {
+		return fmt.Errorf("kubeconfig: write %s: %w (directory %s has mode %v)", path, ErrReadOnly, dir, di.Mode().Perm())
+	}
+	if err := atomicfile.WriteOwned(target, data, mode, uid, gid); err != nil {
 		return fmt.Errorf("kubeconfig: write %s: %w", path, err)
 	}
 	return nil
 }
 
-// writeFileAtomic creates path's directory if needed and replaces path
-// atomically (see atomicfile.Write).
-func writeFileAtomic(path string, data []byte, mode os.FileMode) error {
-	if err := os.MkdirAll(filepath.Dir(path), dirMode); err != nil {
-		return err
+// mkdirOwned creates dir and its missing parents with mode 0700, the ones
+// it creates owned by owner (nil: the process). Existing directories are
+// left as they are.
+func mkdirOwned(dir string, owner *Owner) error {
+	if owner == nil {
+		return os.MkdirAll(dir, dirMode)
 	}
-	return atomicfile.Write(path, data, mode)
+	return user.MkdirAllAndChown(dir, dirMode, owner.UID, owner.GID, user.WithOnlyNew)
 }

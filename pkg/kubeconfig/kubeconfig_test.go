@@ -184,6 +184,7 @@ func TestMerge(t *testing.T) {
 		name      string
 		setup     func(t *testing.T, dst string) *clientcmdapi.Config // returns the "other" entries, if any
 		wantOther bool
+		wantMode  fs.FileMode // 0: 0600
 	}{
 		{
 			name:  "into missing file and directory",
@@ -200,6 +201,7 @@ func TestMerge(t *testing.T) {
 				}
 				return nil
 			},
+			wantMode: 0o644, // the user's choice, as kubectl keeps it
 		},
 		{
 			name: "other contexts preserved",
@@ -213,7 +215,7 @@ func TestMerge(t *testing.T) {
 			setup: func(t *testing.T, dst string) *clientcmdapi.Config {
 				other := writeOther(t, dst, "other")
 				old := writeSrc(t, newPKI(t), testContext, "https://10.99.0.1:6443")
-				if err := Merge(dst, old, testContext); err != nil {
+				if err := Merge(Target{Path: dst}, old, testContext); err != nil {
 					t.Fatal(err)
 				}
 				return other
@@ -226,10 +228,13 @@ func TestMerge(t *testing.T) {
 			dst := filepath.Join(t.TempDir(), "home", ".kube", "config")
 			other := tt.setup(t, dst)
 			src := writeSrc(t, b, testContext, testServer)
-			if err := Merge(dst, src, testContext); err != nil {
+			if err := Merge(Target{Path: dst}, src, testContext); err != nil {
 				t.Fatal(err)
 			}
-			checkMode(t, dst, 0o600)
+			if tt.wantMode == 0 {
+				tt.wantMode = 0o600
+			}
+			checkMode(t, dst, tt.wantMode)
 			checkNoLock(t, dst)
 			checkContext(t, dst, testContext, testServer, b)
 
@@ -302,7 +307,7 @@ func TestMergeErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dst := filepath.Join(t.TempDir(), "config")
-			err := Merge(dst, tt.src, testContext)
+			err := Merge(Target{Path: dst}, tt.src, testContext)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v, want %q", err, tt.want)
 			}
@@ -326,7 +331,7 @@ func TestMergeThroughSymlink(t *testing.T) {
 	if err := os.Symlink(target, dst); err != nil {
 		t.Fatal(err)
 	}
-	if err := Merge(dst, writeSrc(t, b, testContext, testServer), testContext); err != nil {
+	if err := Merge(Target{Path: dst}, writeSrc(t, b, testContext, testServer), testContext); err != nil {
 		t.Fatal(err)
 	}
 	if fi, err := os.Lstat(dst); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
@@ -347,7 +352,7 @@ func TestMergeConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i := range n {
-		wg.Go(func() { errs[i] = Merge(dst, srcs[i], contextName(i)) })
+		wg.Go(func() { errs[i] = Merge(Target{Path: dst}, srcs[i], contextName(i)) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -375,7 +380,7 @@ func TestMergeWaitsForKubectlLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- Merge(dst, src, testContext) }()
+	go func() { done <- Merge(Target{Path: dst}, src, testContext) }()
 	select {
 	case err := <-done:
 		t.Fatalf("Merge returned while the file was locked: %v", err)
@@ -440,7 +445,7 @@ func TestRemove(t *testing.T) {
 			name: "removes entries, keeps others, clears current-context",
 			setup: func(t *testing.T, dst string) {
 				writeOther(t, dst, "other")
-				if err := Merge(dst, writeSrc(t, b, testContext, testServer), testContext); err != nil {
+				if err := Merge(Target{Path: dst}, writeSrc(t, b, testContext, testServer), testContext); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -449,7 +454,7 @@ func TestRemove(t *testing.T) {
 		{
 			name: "keeps current-context of another cluster",
 			setup: func(t *testing.T, dst string) {
-				if err := Merge(dst, writeSrc(t, b, testContext, testServer), testContext); err != nil {
+				if err := Merge(Target{Path: dst}, writeSrc(t, b, testContext, testServer), testContext); err != nil {
 					t.Fatal(err)
 				}
 				writeOtherInto(t, dst)
@@ -460,7 +465,7 @@ func TestRemove(t *testing.T) {
 		{
 			name: "only entry",
 			setup: func(t *testing.T, dst string) {
-				if err := Merge(dst, writeSrc(t, b, testContext, testServer), testContext); err != nil {
+				if err := Merge(Target{Path: dst}, writeSrc(t, b, testContext, testServer), testContext); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -543,26 +548,5 @@ func writeOtherInto(t *testing.T, dst string) {
 	cfg.CurrentContext = "other"
 	if err := clientcmd.WriteToFile(*cfg, dst); err != nil {
 		t.Fatal(err)
-	}
-}
-
-func TestDefaultPath(t *testing.T) {
-	tests := []struct {
-		name string
-		env  string
-		want string
-	}{
-		{"unset", "", clientcmd.RecommendedHomeFile},
-		{"one file", "/tmp/a", "/tmp/a"},
-		{"first of several", "/tmp/a:/tmp/b", "/tmp/a"},
-		{"empty entries skipped", "::/tmp/b:/tmp/c", "/tmp/b"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			t.Setenv("KUBECONFIG", tt.env)
-			if got := DefaultPath(); got != tt.want {
-				t.Errorf("DefaultPath() = %q, want %q", got, tt.want)
-			}
-		})
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
 )
 
@@ -21,19 +20,24 @@ const lockPoll = 50 * time.Millisecond
 var ErrLocked = errors.New("kubeconfig is locked")
 
 // lockFile takes the lock of the kubeconfig at path the way client-go's
-// clientcmd (and so kubectl) does: by creating path+".lock" exclusively.
-// kubectl fails when the lock file exists rather than waiting, so the file
-// is held only while path is read and written, and removed by unlock. The
-// lock file holds the owner's pid to help whoever finds a stale one.
+// clientcmd (and so kubectl) does: by creating path+".lock" exclusively in
+// path's directory, which must exist. kubectl fails when the lock file
+// exists rather than waiting, so the file is held only while path is read
+// and written, and removed by unlock. The lock file holds the owner's pid
+// to help whoever finds a stale one.
 //
 // A kernel lock (flock) on a lock file left in place would not exclude
 // kubectl, and the lingering file would make every `kubectl config` command
 // fail; hence this protocol.
+//
+// A stale lock (one left by a killed kubectl or kubernix) is never removed
+// here: nothing tells it from a live one (clientcmd's lock file is empty,
+// without a pid, and a pid may be reused), and breaking a live lock lets two
+// writers lose each other's edits. kubectl itself refuses to write while the
+// file exists. After timeout the error wraps ErrLocked and names the file,
+// for the user to remove once no kubectl is running.
 func lockFile(path string, timeout time.Duration) (unlock func() error, err error) {
 	name := path + ".lock"
-	if err := os.MkdirAll(filepath.Dir(name), dirMode); err != nil {
-		return nil, fmt.Errorf("kubeconfig: lock %s: %w", path, err)
-	}
 	deadline := time.Now().Add(timeout)
 	for {
 		f, err := os.OpenFile(name, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)

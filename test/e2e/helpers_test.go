@@ -81,9 +81,15 @@ func (e *env) environ() []string {
 // returns its combined output and exit code.
 func (e *env) kubernix(ctx context.Context, verb string, more ...string) (string, int) {
 	e.t.Helper()
+	return e.kubernixIn(ctx, e.environ(), verb, more...)
+}
+
+// kubernixIn is kubernix with the process environment environ.
+func (e *env) kubernixIn(ctx context.Context, environ []string, verb string, more ...string) (string, int) {
+	e.t.Helper()
 	args := append(append([]string{verb}, e.args()...), more...)
 	cmd := exec.CommandContext(ctx, filepath.Join(e.binDir, "kubernix"), args...)
-	cmd.Env = e.environ()
+	cmd.Env = environ
 	out, err := cmd.CombinedOutput()
 	code := 0
 	if err != nil {

@@ -1,0 +1,121 @@
+package cluster
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+
+	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/kubeconfig"
+)
+
+// UserKubeconfig is what <state>/user-kubeconfig.json records: the user's
+// kubeconfig that up merges the cluster's context into, so that Cleanup
+// removes it from that same file whatever the environment of `down` (sudo
+// or not, $KUBECONFIG, $HOME), also after the supervisor was killed.
+type UserKubeconfig struct {
+	// Path is the kubeconfig file (kubeconfig.Target.Path).
+	Path string `json:"path"`
+}
+
+// UserKubeconfigFile is where UserKubeconfig is recorded.
+func UserKubeconfigFile(paths config.Paths) string {
+	return filepath.Join(paths.State, "user-kubeconfig.json")
+}
+
+// mergeUserKubeconfig merges the cluster's admin context into the user's
+// kubeconfig (userKubeconfigTarget), recording the file first. The cluster
+// is Ready by now and the kubeconfig is the user's: a file that cannot be
+// merged (malformed, locked, read-only) must not take the cluster down, so
+// a failure is returned as a warning for the user (what failed, and how to
+// reach the cluster without the context), "" on success.
+func (c *Cluster) mergeUserKubeconfig() (warning string) {
+	p := c.Plan
+	target, err := c.userKubeconfigTarget()
+	if err == nil {
+		err = writeJSON(UserKubeconfigFile(p.Paths), UserKubeconfig{Path: target.Path})
+	}
+	if err == nil {
+		if err = kubeconfig.Merge(target, ClientKubeconfig(p.Paths), p.Cfg.ContextName()); err != nil {
+			// Nothing was merged: down has nothing to remove.
+			err = errors.Join(err, removeIfExists(UserKubeconfigFile(p.Paths)))
+		}
+	}
+	if err == nil {
+		return ""
+	}
+	admin := ClientKubeconfig(p.Paths)
+	return fmt.Sprintf(`WARNING: the cluster is up, but its context %s is not in your kubeconfig %s: %v
+  kubectl reaches the cluster with the admin kubeconfig %s:
+    KUBECONFIG=%s kubectl get nodes
+  or, for a shell:
+    eval "$(kubernix env --name %s --state-dir %s)"
+`, p.Cfg.ContextName(), orUnknown(target.Path), err, admin, admin, p.Cfg.Name, p.Paths.State)
+}
+
+// userKubeconfigTarget is where up merges the context:
+// Options.KubeconfigPath if set, else the invoking user's kubeconfig
+// (kubeconfig.UserTarget). A rootless cluster's supervisor is root only in
+// its user namespace, where sudo's variables do not apply: it writes the
+// kubeconfig of the user it runs as.
+func (c *Cluster) userKubeconfigTarget() (kubeconfig.Target, error) {
+	switch {
+	case c.opts.KubeconfigPath != "":
+		return kubeconfig.Target{Path: c.opts.KubeconfigPath}, nil
+	case c.Plan.Rootless:
+		return kubeconfig.ProcessTarget()
+	}
+	return kubeconfig.UserTarget()
+}
+
+// removeUserKubeconfig removes the cluster's context from the kubeconfig
+// recorded by up, and then the record. Without a record, up merged
+// nothing. A kubeconfig that cannot be changed is the user's: Cleanup goes
+// on, the failure is logged with the way to remove the context by hand,
+// and the record is kept for the next down.
+func removeUserKubeconfig(plan *Plan, log *slog.Logger) error {
+	var rec UserKubeconfig
+	b, err := os.ReadFile(UserKubeconfigFile(plan.Paths))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(b, &rec); err != nil {
+		return fmt.Errorf("read %s: %w", UserKubeconfigFile(plan.Paths), err)
+	}
+	if err := kubeconfig.Remove(rec.Path, plan.Cfg.ContextName()); err != nil {
+		log.Warn("could not remove the cluster's context from the kubeconfig; `kubectl config delete-context` and "+
+			"`kubectl config delete-cluster` remove it", "context", plan.Cfg.ContextName(), "file", rec.Path, "err", err)
+		return nil
+	}
+	return removeIfExists(UserKubeconfigFile(plan.Paths))
+}
+
+// writeJSON records v as indented JSON at path.
+func writeJSON(path string, v any) error {
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return err
+	}
+	return writeFile(path, append(b, '\n'))
+}
+
+// removeIfExists removes path; a missing path is not an error.
+func removeIfExists(path string) error {
+	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	return nil
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "(unknown)"
+	}
+	return s
+}
