@@ -22,7 +22,6 @@ import (
 	"github.com/kubernix/kubernix/pkg/component"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/containerd"
-	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/kubeconfig"
 	"github.com/kubernix/kubernix/pkg/network"
 	"github.com/kubernix/kubernix/pkg/pki"
@@ -93,7 +92,7 @@ func Up(ctx context.Context, plan *Plan, log *slog.Logger, opts Options) (*Clust
 	if err := CheckName(plan); err != nil {
 		return nil, err
 	}
-	if err := checkPort(plan.APIServerIP, plan.Cfg.APIServerPort); err != nil {
+	if err := Preflight(plan.Cfg); err != nil {
 		return nil, err
 	}
 	if err := claimName(plan); err != nil {
@@ -124,6 +123,9 @@ func Up(ctx context.Context, plan *Plan, log *slog.Logger, opts Options) (*Clust
 
 func (c *Cluster) up(ctx context.Context) error {
 	p := c.Plan
+	if err := p.Paths.MakeState(); err != nil {
+		return err
+	}
 	for _, d := range []string{p.Paths.State, p.Paths.Images()} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
@@ -183,15 +185,11 @@ func (c *Cluster) up(ctx context.Context) error {
 	return nil
 }
 
-// checkPort fails when the apiserver port is taken on the bridge address or
-// by a wildcard listener; see ChoosePort for picking another.
+// checkPort fails, wrapping config.ErrInvalid, when the apiserver port is
+// taken on ip or by a wildcard listener; see ChoosePort for picking another.
 func checkPort(ip netip.Addr, port int) error {
-	conflicts, err := host.PortConflicts(ip, port)
-	if err != nil {
-		return err
-	}
-	if len(conflicts) > 0 {
-		return fmt.Errorf("%w: apiserver port %d is in use (listener on %s); choose another with --apiserver-port", config.ErrInvalid, port, conflicts[0])
+	if err := portProblem(HostPort{"kube-apiserver", ip, port, "--apiserver-port"}, nil); err != nil {
+		return fmt.Errorf("%w: %w", config.ErrInvalid, err)
 	}
 	return nil
 }
