@@ -22,7 +22,6 @@ import (
 	"github.com/kubernix/kubernix/pkg/component"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/containerd"
-	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/kubeconfig"
 	"github.com/kubernix/kubernix/pkg/network"
 	"github.com/kubernix/kubernix/pkg/pki"
@@ -96,7 +95,7 @@ func Up(ctx context.Context, plan *Plan, log *slog.Logger, opts Options) (*Clust
 	if err := CheckName(plan); err != nil {
 		return nil, err
 	}
-	if err := checkPort(plan.APIServerIP, plan.Cfg.APIServerPort); err != nil {
+	if err := Preflight(plan.Cfg); err != nil {
 		return nil, err
 	}
 	if err := CheckHostNamespaces(ctx, plan); err != nil {
@@ -130,6 +129,9 @@ func Up(ctx context.Context, plan *Plan, log *slog.Logger, opts Options) (*Clust
 
 func (c *Cluster) up(ctx context.Context) error {
 	p := c.Plan
+	if err := p.Paths.MakeState(); err != nil {
+		return err
+	}
 	for _, d := range []string{p.Paths.State, p.Paths.Images()} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
@@ -228,15 +230,12 @@ func RemoveLeftovers(ctx context.Context, plan *Plan, log *slog.Logger) error {
 	return nil
 }
 
-// checkPort fails when the apiserver port is taken on the bridge address or
-// by a wildcard listener; see ChoosePort for picking another.
-func checkPort(ip netip.Addr, port int) error {
-	conflicts, err := host.PortConflicts(ip, port)
-	if err != nil {
-		return err
-	}
-	if len(conflicts) > 0 {
-		return fmt.Errorf("%w: apiserver port %d is in use (listener on %s); choose another with --apiserver-port", config.ErrInvalid, port, conflicts[0])
+// checkPort fails, wrapping config.ErrInvalid, when the apiserver port is
+// taken on ip or by a wildcard listener of a process not in ignore (the
+// cluster's own, see recordedPIDs); see ChoosePort for picking another.
+func checkPort(ip netip.Addr, port int, ignore map[int]bool) error {
+	if err := portProblem(HostPort{"kube-apiserver", ip, port, "--apiserver-port"}, ignore); err != nil {
+		return fmt.Errorf("%w: %w", config.ErrInvalid, err)
 	}
 	return nil
 }
@@ -244,23 +243,27 @@ func checkPort(ip netip.Addr, port int) error {
 // ChoosePort returns the apiserver port for cfg: its own, or, when that is
 // the default and taken, the next free one (the caller says so). An
 // explicitly chosen port that is taken is an error, wrapping config.ErrInvalid.
+// A port held by a process of the cluster itself (left by a killed
+// supervisor; Up stops it) counts as free.
 func ChoosePort(cfg config.Config) (int, error) {
 	n, err := cfg.Network()
 	if err != nil {
 		return 0, err
 	}
-	return ChoosePortOn(n.BridgeIP(), cfg.APIServerPort)
+	return choosePort(n.BridgeIP(), cfg.APIServerPort, recordedPIDs(cfg.Paths()))
 }
 
 // ChoosePortOn is ChoosePort for a listener on ip, e.g. the host side
 // (127.0.0.1) of a rootless cluster's port forward.
-func ChoosePortOn(ip netip.Addr, port int) (int, error) {
-	err := checkPort(ip, port)
+func ChoosePortOn(ip netip.Addr, port int) (int, error) { return choosePort(ip, port, nil) }
+
+func choosePort(ip netip.Addr, port int, ignore map[int]bool) (int, error) {
+	err := checkPort(ip, port, ignore)
 	if err == nil || port != config.DefaultAPIServerPort {
 		return port, err
 	}
 	for p := port + 1; p < port+100; p++ {
-		if checkPort(ip, p) == nil {
+		if checkPort(ip, p, ignore) == nil {
 			return p, nil
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/big"
 	"net/netip"
+	"slices"
 )
 
 // Subnet returns the index-th subnet of length bits inside p (both IPv4 or
@@ -105,4 +106,70 @@ func (n Network) MaxNodes() int {
 	pods := 1 << min(30, max(0, n.NodeMaskSize-n.Cluster.Bits()))
 	hosts := (1 << min(30, n.Node.Addr().BitLen()-n.Node.Bits())) - 3 // network, bridge, broadcast
 	return max(0, min(pods, hosts))
+}
+
+// PrivateRanges are the IPv4 ranges a cluster's CIDRs must lie in: the
+// private ranges of RFC 1918 (10.0.0.0/8, 172.16.0.0/12, 192.168.0.0/16)
+// and the shared address space of RFC 6598 (100.64.0.0/10), which no
+// internet host uses either; Kubernetes distributions use it for pods and
+// Services, and a host whose VPN (Tailscale) or carrier-grade NAT uses part
+// of it is caught by the host check, like a LAN in the RFC 1918 ranges.
+// Any other range (8.8.0.0/16, link-local 169.254.0.0/16, 0.0.0.0/4,
+// multicast) would shadow hosts or protocols the machine needs.
+var PrivateRanges = []netip.Prefix{
+	netip.MustParsePrefix("10.0.0.0/8"),
+	netip.MustParsePrefix("172.16.0.0/12"),
+	netip.MustParsePrefix("192.168.0.0/16"),
+	netip.MustParsePrefix("100.64.0.0/10"),
+}
+
+// IsPrivate reports whether p lies entirely inside one of PrivateRanges.
+func IsPrivate(p netip.Prefix) bool {
+	for _, r := range PrivateRanges {
+		if r.Bits() <= p.Bits() && r.Contains(p.Addr()) {
+			return true
+		}
+	}
+	return false
+}
+
+// maxFreeCandidates bounds the subnets FreeRange tries per private range.
+const maxFreeCandidates = 1 << 16
+
+// FreeRange returns a prefix of length bits inside PrivateRanges that
+// overlaps none of taken, trying 10.0.0.0/8 first, from the subnet that
+// holds DefaultCIDR's address on (wrapping around), then the other ranges
+// in order; false when there is none (or bits is not 8..30).
+func FreeRange(bits int, taken []netip.Prefix) (netip.Prefix, bool) {
+	if bits < 8 || bits > 30 {
+		return netip.Prefix{}, false
+	}
+	start := netip.MustParsePrefix(DefaultCIDR).Addr()
+	for _, r := range PrivateRanges {
+		if bits < r.Bits() {
+			continue
+		}
+		n := 1 << min(bits-r.Bits(), 30)
+		first := 0
+		if r.Contains(start) {
+			p, _ := start.Prefix(bits)
+			first = int(addrIndex(r, p.Addr(), bits))
+		}
+		for i := range min(n, maxFreeCandidates) {
+			cand := mustSubnet(r, bits, (first+i)%n)
+			if !slices.ContainsFunc(taken, cand.Overlaps) {
+				return cand, true
+			}
+		}
+	}
+	return netip.Prefix{}, false
+}
+
+// addrIndex is the index of the /bits subnet of the IPv4 prefix r that
+// holds a.
+func addrIndex(r netip.Prefix, a netip.Addr, bits int) uint32 {
+	b, base := a.As4(), r.Masked().Addr().As4()
+	v := uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+	w := uint32(base[0])<<24 | uint32(base[1])<<16 | uint32(base[2])<<8 | uint32(base[3])
+	return (v - w) >> (32 - bits)
 }

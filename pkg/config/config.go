@@ -110,7 +110,9 @@ func Default() Config {
 }
 
 // Resolve fills the settings derived from others, after every source is
-// applied: StateDir from Name and the user, and the node network, service
+// applied: StateDir from Name and the user (made absolute, with the
+// symlinks of its longest existing prefix resolved, so everything
+// downstream uses the real path), and the node network, service
 // CIDR and cluster CIDR from CIDR (prefix p): the first /max(p+8,24), the
 // second /(p+4) and the upper half /(p+1). It leaves a value it cannot
 // derive (say, from an invalid CIDR) empty for Validate to report.
@@ -120,7 +122,7 @@ func (c *Config) Resolve() {
 	}
 	if c.StateDir != "" {
 		if abs, err := filepath.Abs(c.StateDir); err == nil {
-			c.StateDir = abs
+			c.StateDir = resolveExisting(abs)
 		}
 	}
 	if c.BinDir != "" {

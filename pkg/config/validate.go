@@ -18,7 +18,9 @@ var KnownAddons = []string{"coredns"}
 
 // Validate checks every setting and returns all problems at once, joined,
 // wrapping ErrInvalid; nil when the config is usable. It reads the file
-// system (state dir writability) but writes nothing. Call it after Resolve.
+// system (what the state dir is and holds, whether it is writable) but
+// writes nothing; the host's network and ports are checked by `up`
+// (cluster.Preflight). Call it after Resolve.
 func (c *Config) Validate() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -88,8 +90,13 @@ func (c *Config) validateNetwork() []error {
 		}
 		return p, false
 	}
-	if whole, ok := parse("cidr", c.CIDR); ok && whole.Bits() > 20 {
+	whole, wholeOK := parse("cidr", c.CIDR)
+	if wholeOK && whole.Bits() > 20 {
 		add("--cidr %s: must be /20 or larger to hold the node network, service CIDR and pod CIDRs", c.CIDR)
+	}
+	private := fmt.Sprintf("not a private range: this host would route it into the cluster, away from the real hosts of those addresses; use a range inside %s", prefixList(PrivateRanges))
+	if wholeOK && !IsPrivate(whole) {
+		add("--cidr %s: %s, e.g. the default %s", whole, private, DefaultCIDR)
 	}
 	named := []struct {
 		flag string
@@ -98,6 +105,10 @@ func (c *Config) validateNetwork() []error {
 	}{{flag: "node-cidr"}, {flag: "service-cidr"}, {flag: "cluster-cidr"}}
 	for i, v := range []string{c.NodeCIDR, c.ServiceCIDR, c.ClusterCIDR} {
 		named[i].p, named[i].ok = parse(named[i].flag, v)
+		// One inside --cidr is reported with it.
+		if named[i].ok && !IsPrivate(named[i].p) && !(wholeOK && whole.Bits() <= named[i].p.Bits() && whole.Contains(named[i].p.Addr())) {
+			add("--%s %s: %s, or leave it unset to carve it from --cidr", named[i].flag, named[i].p, private)
+		}
 	}
 	for i := range named {
 		for j := i + 1; j < len(named); j++ {
@@ -133,7 +144,14 @@ func (c *Config) validatePaths() []error {
 	if !filepath.IsAbs(c.StateDir) {
 		errs = append(errs, fmt.Errorf("--state-dir %q: must be absolute", c.StateDir))
 	}
-	if err := writable(c.StateDir); err != nil {
+	for _, err := range []error{pathListProblem("state-dir", c.StateDir), pathListProblem("bin-dir", c.BinDir)} {
+		if err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := stateDirProblem(c.StateDir, homeDirs()); err != nil {
+		errs = append(errs, fmt.Errorf("--state-dir: %w", err))
+	} else if err := writable(c.StateDir); err != nil {
 		errs = append(errs, fmt.Errorf("--state-dir %s: %w", c.StateDir, err))
 	}
 	if c.BinDir != "" {
@@ -144,12 +162,14 @@ func (c *Config) validatePaths() []error {
 	if validation.IsDNS1123Label(c.Name) == nil {
 		// The last node has the longest name, hence the longest paths.
 		last := min(max(c.Nodes, 1), MaxNodes) - 1
+		longest := ""
 		for _, sock := range c.Paths().Node(c.NodeName(last)).Sockets() {
-			if len(sock) > MaxSocketPath {
-				errs = append(errs, fmt.Errorf("--state-dir %s: socket path %s is %d bytes, over the kernel's limit of %d; choose a shorter --state-dir (at most %d bytes)",
-					c.StateDir, sock, len(sock), MaxSocketPath, len(c.StateDir)-(len(sock)-MaxSocketPath)))
-				break
+			if len(sock) > len(longest) {
+				longest = sock
 			}
+		}
+		if len(longest) > MaxSocketPath {
+			errs = append(errs, socketPathProblem(longest, c.StateDir, c.Name, c.StateDir == resolveExisting(defaultStateDir(c.Name))))
 		}
 	}
 	return errs
@@ -176,4 +196,56 @@ func writable(dir string) error {
 			return fmt.Errorf("no existing parent directory")
 		}
 	}
+}
+
+// socketPathProblem explains why sock, a socket path under the state dir
+// state of the cluster name, exceeds MaxSocketPath, naming the flag that
+// makes it long and the longest value of each flag that fits. The node
+// directory holds the name once (<state>/nodes/<name>-node-<i>/...), and a
+// derived (default) state dir holds it once more.
+func socketPathProblem(sock, state, name string, derived bool) error {
+	over := len(sock) - MaxSocketPath
+	perNameByte := 1
+	if derived {
+		perNameByte = 2
+	}
+	maxName := len(name) - (over+perNameByte-1)/perNameByte
+	maxState := len(state) - over // an explicit --state-dir holds no name
+	const minState = len("/x")
+	what := fmt.Sprintf("socket path %s %d bytes long, over the kernel's limit of %d bytes (sun_path)", sock, len(sock), MaxSocketPath)
+	defaultNote := ""
+	if derived {
+		defaultNote = " (the default)"
+	}
+	switch {
+	case maxName >= 1 && (derived || maxState < minState || maxName >= len(DefaultName)):
+		msg := fmt.Sprintf("--name %q (%d bytes) makes %s; use a --name of at most %d bytes", name, len(name), what, maxName)
+		if derived {
+			msg = fmt.Sprintf("--name %q (%d bytes, also part of the default --state-dir %s) makes %s; use a --name of at most %d bytes", name, len(name), state, what, maxName)
+		}
+		if maxState >= minState {
+			msg += fmt.Sprintf(", or a --state-dir of at most %d bytes", maxState)
+		}
+		return errors.New(msg)
+	case maxState >= minState:
+		msg := fmt.Sprintf("--state-dir %s%s (%d bytes) makes %s; choose a --state-dir of at most %d bytes", state, defaultNote, len(state), what, maxState)
+		if maxName >= 1 {
+			msg += fmt.Sprintf(", or a --name of at most %d bytes", maxName)
+		}
+		return errors.New(msg)
+	}
+	return fmt.Errorf("--state-dir %s%s (%d bytes) and --name %q (%d bytes) make %s; shorten both, by %d bytes in all (each byte of --name counts %d times)",
+		state, defaultNote, len(state), name, len(name), what, over, perNameByte)
+}
+
+// prefixList renders ps as "a, b, c or d".
+func prefixList(ps []netip.Prefix) string {
+	var s []string
+	for _, p := range ps {
+		s = append(s, p.String())
+	}
+	if len(s) < 2 {
+		return strings.Join(s, "")
+	}
+	return strings.Join(s[:len(s)-1], ", ") + " or " + s[len(s)-1]
 }

@@ -1,77 +1,108 @@
 package host
 
 import (
-	"bufio"
-	"encoding/hex"
+	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"strconv"
-	"strings"
+
+	"github.com/prometheus/procfs"
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
-// TCPListeners returns the local addresses of the sockets listening on TCP
-// port in this network namespace, from /proc/net/tcp and /proc/net/tcp6.
-func TCPListeners(port int) ([]netip.Addr, error) {
-	var out []netip.Addr
-	for _, file := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
-		f, err := os.Open(file)
-		if err != nil {
-			if os.IsNotExist(err) {
-				continue
-			}
-			return nil, err
-		}
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			fields := strings.Fields(sc.Text())
-			// sl local_address rem_address st ...; st 0A is LISTEN.
-			if len(fields) < 4 || fields[3] != "0A" {
-				continue
-			}
-			addr, p, err := parseProcAddr(fields[1])
-			if err == nil && p == port {
-				out = append(out, addr)
-			}
-		}
-		f.Close()
-	}
-	return out, nil
+// Listener is a TCP socket listening in this network namespace.
+type Listener struct {
+	// Addr is the local address; 0.0.0.0 or :: for a wildcard listener.
+	Addr netip.Addr
+	// Port is the local TCP port.
+	Port int
+	// Inode is the socket's inode number, which SocketOwner looks up.
+	Inode uint32
 }
 
-// parseProcAddr parses /proc/net/tcp's "0100007F:1A0B" (little-endian words).
-func parseProcAddr(s string) (netip.Addr, int, error) {
-	hexIP, hexPort, ok := strings.Cut(s, ":")
-	if !ok {
-		return netip.Addr{}, 0, fmt.Errorf("bad address %q", s)
+// String renders l as "<addr>:<port>" ("[::]:6443" for IPv6).
+func (l Listener) String() string { return netip.AddrPortFrom(l.Addr, uint16(l.Port)).String() }
+
+// TCPListeners returns the IPv4 and IPv6 sockets listening on TCP port in
+// the calling thread's network namespace, from the kernel's sock_diag
+// netlink interface (needs no privileges). Errors name the family whose
+// dump failed.
+func TCPListeners(port int) ([]Listener, error) {
+	var out []Listener
+	for _, family := range []uint8{unix.AF_INET, unix.AF_INET6} {
+		var socks []*netlink.Socket
+		var err error
+		for range 5 { // a dump the kernel interrupted (the table changed) is retried
+			if socks, err = netlink.SocketDiagTCP(family); !errors.Is(err, netlink.ErrDumpInterrupted) {
+				break
+			}
+		}
+		if errors.Is(err, unix.EAFNOSUPPORT) || errors.Is(err, unix.ENOENT) {
+			continue // no IPv6 in this kernel
+		}
+		if err != nil {
+			return nil, fmt.Errorf("list TCP listeners (family %d): %w", family, err)
+		}
+		for _, s := range socks {
+			if s.State != netlink.TCP_LISTEN || int(s.ID.SourcePort) != port {
+				continue
+			}
+			addr, ok := netip.AddrFromSlice(s.ID.Source)
+			if !ok {
+				continue
+			}
+			out = append(out, Listener{Addr: addr.Unmap(), Port: port, Inode: s.INode})
+		}
 	}
-	port, err := strconv.ParseUint(hexPort, 16, 16)
-	if err != nil {
-		return netip.Addr{}, 0, err
-	}
-	raw, err := hex.DecodeString(hexIP)
-	if err != nil || (len(raw) != 4 && len(raw) != 16) {
-		return netip.Addr{}, 0, fmt.Errorf("bad address %q", s)
-	}
-	for i := 0; i < len(raw); i += 4 { // each 32-bit word is in host (little-endian) order
-		raw[i], raw[i+1], raw[i+2], raw[i+3] = raw[i+3], raw[i+2], raw[i+1], raw[i]
-	}
-	addr, _ := netip.AddrFromSlice(raw)
-	return addr.Unmap(), int(port), nil
+	return out, nil
 }
 
 // PortConflicts returns the listeners on port that keep a new listener on
 // ip from binding it: one on ip itself or on the wildcard address.
-func PortConflicts(ip netip.Addr, port int) ([]netip.Addr, error) {
+func PortConflicts(ip netip.Addr, port int) ([]Listener, error) {
 	ls, err := TCPListeners(port)
 	if err != nil {
 		return nil, err
 	}
-	var out []netip.Addr
-	for _, a := range ls {
-		if a == ip || a.IsUnspecified() {
-			out = append(out, a)
+	return conflicting(ls, ip), nil
+}
+
+// conflicting filters ls to the listeners on ip or on a wildcard address.
+// An IPv6 wildcard counts even if it is IPV6_V6ONLY (the dump does not
+// say): most are dual-stack, and a false alarm is cheaper than a component
+// that cannot bind.
+func conflicting(ls []Listener, ip netip.Addr) []Listener {
+	var out []Listener
+	for _, l := range ls {
+		if l.Addr == ip || l.Addr.IsUnspecified() {
+			out = append(out, l)
 		}
 	}
-	return out, nil
+	return out
+}
+
+// SocketOwner returns the pid and command name (comm) of a process that
+// holds the socket with inode open, from /proc/<pid>/fd (prometheus/procfs);
+// ok is false when none is found, e.g. when the processes of other users
+// cannot be read.
+func SocketOwner(inode uint32) (pid int, comm string, ok bool) {
+	procs, err := procfs.AllProcs()
+	if err != nil {
+		return 0, "", false
+	}
+	target := "socket:[" + strconv.FormatUint(uint64(inode), 10) + "]"
+	for _, p := range procs {
+		fds, err := p.FileDescriptorTargets()
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			if fd == target {
+				comm, _ := p.Comm()
+				return p.PID, comm, true
+			}
+		}
+	}
+	return 0, "", false
 }

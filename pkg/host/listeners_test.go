@@ -1,36 +1,59 @@
 package host
 
 import (
+	"net"
 	"net/netip"
+	"os"
+	"slices"
 	"testing"
 )
 
-func TestParseProcAddr(t *testing.T) {
+func TestConflicting(t *testing.T) {
+	l := func(addr string) Listener { return Listener{Addr: netip.MustParseAddr(addr), Port: 2379} }
+	all := []Listener{l("10.61.0.1"), l("10.62.0.1"), l("0.0.0.0"), l("::"), l("127.0.0.1"), l("fd00::1")}
 	tests := []struct {
-		in       string
-		addr     string
-		port     int
-		wantFail bool
+		ip   string
+		want []string
 	}{
-		{"0100007F:1A0B", "127.0.0.1", 6667, false},
-		{"00000000:192B", "0.0.0.0", 6443, false},
-		{"01000A0A:192B", "10.10.0.1", 6443, false},
-		{"00000000000000000000000000000000:0050", "::", 80, false},
-		{"0000000000000000FFFF00000100007F:0050", "127.0.0.1", 80, false}, // v4-mapped
-		{"nonsense", "", 0, true},
-		{"0100007F:ZZZZ", "", 0, true},
-		{"01007F:0050", "", 0, true},
+		{"10.61.0.1", []string{"10.61.0.1:2379", "0.0.0.0:2379", "[::]:2379"}},
+		{"10.63.0.1", []string{"0.0.0.0:2379", "[::]:2379"}},
+		{"127.0.0.1", []string{"0.0.0.0:2379", "[::]:2379", "127.0.0.1:2379"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.in, func(t *testing.T) {
-			addr, port, err := parseProcAddr(tt.in)
-			if (err != nil) != tt.wantFail {
-				t.Fatalf("err = %v, wantFail %v", err, tt.wantFail)
+		t.Run(tt.ip, func(t *testing.T) {
+			var got []string
+			for _, c := range conflicting(all, netip.MustParseAddr(tt.ip)) {
+				got = append(got, c.String())
 			}
-			if err == nil && (addr != netip.MustParseAddr(tt.addr) || port != tt.port) {
-				t.Errorf("= %s:%d, want %s:%d", addr, port, tt.addr, tt.port)
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("conflicting(%s) = %q, want %q", tt.ip, got, tt.want)
 			}
 		})
+	}
+}
+
+// TestTCPListeners finds a listener of this process, by address, port and
+// owner.
+func TestTCPListeners(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	port := ln.Addr().(*net.TCPAddr).Port
+	ls, err := PortConflicts(netip.MustParseAddr("127.0.0.1"), port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ls) != 1 || ls[0].String() != ln.Addr().String() {
+		t.Fatalf("PortConflicts(127.0.0.1, %d) = %v, want our %s", port, ls, ln.Addr())
+	}
+	if other, err := PortConflicts(netip.MustParseAddr("127.0.0.2"), port); err != nil || len(other) != 0 {
+		t.Errorf("PortConflicts(127.0.0.2, %d) = %v, %v; want none", port, other, err)
+	}
+	pid, comm, ok := SocketOwner(ls[0].Inode)
+	if !ok || pid != os.Getpid() || comm == "" {
+		t.Errorf("SocketOwner = %d %q %v, want this process (%d)", pid, comm, ok, os.Getpid())
 	}
 }
 

@@ -60,7 +60,8 @@ const ipForward = "/proc/sys/net/ipv4/ip_forward"
 //
 // Before changing anything it validates p (every problem at once) and checks
 // the host: an address or route of another interface or program (another
-// cluster included) that overlaps the node, cluster or service CIDR fails
+// cluster included) that overlaps the node, cluster or service CIDR or the
+// whole cluster range (which the unreachable routes cover) fails
 // Setup with an error wrapping ErrConflict that lists each such address
 // with its link and each such route; so does a link called Names.Bridge that
 // is not a bridge. Default routes (and the VPN-style 0.0.0.0/1 and
@@ -105,33 +106,74 @@ func checkHost(p Plan, n Names) error {
 	if err != nil {
 		return err
 	}
-	linkName := map[int]string{}
-	ours := map[int]bool{}
 	var conflicts []string
 	for _, l := range links {
-		a := l.Attrs()
-		linkName[a.Index] = a.Name
-		ours[a.Index] = n.owns(a.Name)
-		if a.Name == n.Bridge && l.Type() != "bridge" {
+		if a := l.Attrs(); a.Name == n.Bridge && l.Type() != "bridge" {
 			conflicts = append(conflicts, fmt.Sprintf("link %s exists but is a %s, not a bridge", a.Name, l.Type()))
 		}
+	}
+	uses, err := hostUses(n, links)
+	if err != nil {
+		return err
 	}
 	ranges := []struct {
 		what string
 		pr   netip.Prefix
-	}{{"node CIDR", p.NodeCIDR}, {"cluster CIDR", p.ClusterCIDR}, {"service CIDR", p.ServiceCIDR}}
-	overlaps := func(pr netip.Prefix) (string, bool) {
+	}{{"node CIDR", p.NodeCIDR}, {"cluster CIDR", p.ClusterCIDR}, {"service CIDR", p.ServiceCIDR}, {"whole cluster range", p.Whole}}
+	for _, u := range uses {
 		for _, r := range ranges {
-			if r.pr.Overlaps(pr) {
-				return fmt.Sprintf("the %s %s", r.what, r.pr), true
+			if r.pr.IsValid() && r.pr.Overlaps(u.Prefix) {
+				conflicts = append(conflicts, fmt.Sprintf("%s overlaps the %s %s", u.Desc, r.what, r.pr))
+				break
 			}
 		}
-		return "", false
 	}
+	if len(conflicts) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w:\n  %s", ErrConflict, strings.Join(conflicts, "\n  "))
+}
 
+// HostUse is an IPv4 address or route of this host that is not a given
+// cluster's own: a cluster range that overlaps it conflicts with it.
+type HostUse struct {
+	// Prefix is the address's network (e.g. 192.168.1.0/24 for
+	// 192.168.1.5/24) or the route's destination.
+	Prefix netip.Prefix
+	// Desc says what it is, as the conflict messages of Setup do: e.g.
+	// `address 192.168.1.5/24 on link eth0` or `route "10.0.0.0/8 via
+	// 192.168.1.1 dev eth0"`, with " (another kubernix cluster's)" when it
+	// looks like one.
+	Desc string
+}
+
+// HostUses lists the IPv4 addresses and routes of this host (in the
+// calling thread's network namespace) that are not cluster's own (see
+// NamesFor): what Setup checks the plan's ranges against. Like Setup, it
+// leaves out the local table and the kernel's prefix routes (they mirror
+// addresses) and default-like routes (0.0.0.0/0, 0.0.0.0/1, 128.0.0.0/1).
+// It needs no privileges. Errors name the dump that failed.
+func HostUses(cluster string) ([]HostUse, error) {
+	links, err := listLinks()
+	if err != nil {
+		return nil, err
+	}
+	return hostUses(NamesFor(cluster), links)
+}
+
+// hostUses is HostUses for the cluster of n, given the host's links.
+func hostUses(n Names, links []netlink.Link) ([]HostUse, error) {
+	linkName := map[int]string{}
+	ours := map[int]bool{}
+	for _, l := range links {
+		a := l.Attrs()
+		linkName[a.Index] = a.Name
+		ours[a.Index] = n.owns(a.Name)
+	}
+	var uses []HostUse
 	addrs, err := retryDump(func() ([]netlink.Addr, error) { return netlink.AddrList(nil, netlink.FAMILY_V4) })
 	if err != nil {
-		return fmt.Errorf("list addresses: %w", err)
+		return nil, fmt.Errorf("list addresses: %w", err)
 	}
 	for _, a := range addrs {
 		if ours[a.LinkIndex] {
@@ -141,22 +183,19 @@ func checkHost(p Plan, n Names) error {
 		if !ok {
 			continue
 		}
-		if what, hit := overlaps(pr.Masked()); hit {
-			dev := nameOr(linkName, a.LinkIndex)
-			conflicts = append(conflicts, fmt.Sprintf("address %s on link %s%s overlaps %s",
-				pr, dev, kubernixHint(dev, 0), what))
-		}
+		dev := nameOr(linkName, a.LinkIndex)
+		uses = append(uses, HostUse{Prefix: pr.Masked(), Desc: fmt.Sprintf("address %s on link %s%s", pr, dev, kubernixHint(dev, 0))})
 	}
 
 	routes, err := retryDump(func() ([]netlink.Route, error) {
 		return netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
 	})
 	if err != nil {
-		return fmt.Errorf("list routes: %w", err)
+		return nil, fmt.Errorf("list routes: %w", err)
 	}
 	for _, r := range routes {
 		// The local table and the kernel's prefix routes only mirror
-		// addresses, checked above.
+		// addresses, listed above.
 		if r.Table == unix.RT_TABLE_LOCAL || r.Protocol == unix.RTPROT_KERNEL ||
 			ours[r.LinkIndex] || n.ownsUnreachable(r) {
 			continue
@@ -165,15 +204,9 @@ func checkHost(p Plan, n Names) error {
 		if !ok || defaultLike(pr) {
 			continue
 		}
-		if what, hit := overlaps(pr); hit {
-			conflicts = append(conflicts, fmt.Sprintf("route %q%s overlaps %s",
-				describeRoute(r, linkName), kubernixHint(linkName[r.LinkIndex], r.Protocol), what))
-		}
+		uses = append(uses, HostUse{Prefix: pr, Desc: fmt.Sprintf("route %q%s", describeRoute(r, linkName), kubernixHint(linkName[r.LinkIndex], r.Protocol))})
 	}
-	if len(conflicts) == 0 {
-		return nil
-	}
-	return fmt.Errorf("%w:\n  %s", ErrConflict, strings.Join(conflicts, "\n  "))
+	return uses, nil
 }
 
 // kubernixHint marks a link or route that looks like another kubernix

@@ -68,7 +68,7 @@ func runRootless(ctx context.Context, env *common.Env, cfg config.Config, f *fla
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(paths.State, 0o755); err != nil {
+	if err := paths.MakeState(); err != nil {
 		return err
 	}
 	kitDir := rootless.StateDirFor(paths.State, os.TempDir(), os.Getuid())

@@ -109,6 +109,9 @@ func run(ctx context.Context, env *common.Env, f *flags) error {
 		common.Fprintf(env.Streams.Err, "apiserver port %d is in use; using %d\n", cfg.APIServerPort, port)
 		cfg.APIServerPort = port
 	}
+	if err := cluster.Preflight(cfg); err != nil {
+		return err
+	}
 	plan, report, err := common.Plan(ctx, cfg, true)
 	if err != nil {
 		if report != nil {
@@ -223,6 +226,9 @@ func detach(ctx context.Context, env *common.Env, cfg config.Config, f *flags) e
 		return err
 	}
 	logPath := cfg.Paths().Log(cluster.SupervisorScope, "supervisor")
+	if err := cfg.Paths().MakeState(); err != nil {
+		return err
+	}
 	if err := os.MkdirAll(dirOf(logPath), 0o755); err != nil {
 		return err
 	}

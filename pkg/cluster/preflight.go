@@ -1,0 +1,218 @@
+package cluster
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"strings"
+
+	"github.com/kubernix/kubernix/pkg/components/controllermanager"
+	"github.com/kubernix/kubernix/pkg/components/etcd"
+	"github.com/kubernix/kubernix/pkg/components/kubelet"
+	"github.com/kubernix/kubernix/pkg/components/kubeproxy"
+	"github.com/kubernix/kubernix/pkg/components/scheduler"
+	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/host"
+	"github.com/kubernix/kubernix/pkg/network"
+	"github.com/kubernix/kubernix/pkg/process"
+)
+
+// Preflight checks, before anything is created, that this host can take
+// the cluster of cfg (resolved and valid), in the network namespace of the
+// caller:
+//
+//   - no address or route of the host (network.HostUses: its LAN, a VPN,
+//     another cluster) overlaps the cluster's ranges, which Setup would
+//     refuse later (see network.Setup);
+//   - every fixed TCP port the cluster listens on in this namespace
+//     (HostPorts) is free on its address.
+//
+// What the cluster itself left behind (its bridge and routes, listeners
+// of the processes recorded in its state dir, e.g. after a killed
+// supervisor) does not count: Up removes it before it starts.
+//
+// The error lists every problem, each naming the flag that fixes it, and
+// wraps config.ErrInvalid (exit 2); it is nil when the host is ready, or
+// wraps the host error that kept a check from running.
+func Preflight(cfg config.Config) error {
+	n, err := cfg.Network()
+	if err != nil {
+		return err
+	}
+	var errs []error
+	netErrs, err := rangeProblems(cfg, n)
+	if err != nil {
+		return fmt.Errorf("check the host's addresses and routes: %w", err)
+	}
+	errs = append(errs, netErrs...)
+	ours := recordedPIDs(cfg.Paths())
+	for _, hp := range HostPorts(cfg) {
+		if err := portProblem(hp, ours); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	noun := "problems"
+	if len(errs) == 1 {
+		noun = "problem"
+	}
+	return fmt.Errorf("%w (%d %s on this host):\n%w", config.ErrInvalid, len(errs), noun, errors.Join(errs...))
+}
+
+// maxListed bounds the host addresses and routes one problem lists.
+const maxListed = 3
+
+// rangeProblems returns one error per flag whose range overlaps an address
+// or route of the host that is not the cluster's own, naming each such
+// address or route and suggesting a free range (config.FreeRange).
+func rangeProblems(cfg config.Config, n config.Network) ([]error, error) {
+	uses, err := network.HostUses(cfg.Name)
+	if err != nil {
+		return nil, err
+	}
+	return overlapProblems(cfg, n, uses), nil
+}
+
+// overlapProblems is rangeProblems for the host's addresses and routes uses.
+func overlapProblems(cfg config.Config, n config.Network, uses []network.HostUse) []error {
+	whole, _ := netip.ParsePrefix(cfg.CIDR)
+	whole = whole.Masked()
+	flags := []struct {
+		flag string
+		p    netip.Prefix
+	}{{"--node-cidr", n.Node}, {"--service-cidr", n.Service}, {"--cluster-cidr", n.Cluster}, {"--cidr", whole}}
+	hits := make([][]string, len(flags))
+	var taken []netip.Prefix
+	for _, u := range uses {
+		taken = append(taken, u.Prefix)
+		for i, f := range flags {
+			if f.p.IsValid() && f.p.Overlaps(u.Prefix) {
+				hits[i] = append(hits[i], u.Desc)
+				break // the most specific range names the flag
+			}
+		}
+	}
+	var errs []error
+	for i, f := range flags {
+		if len(hits[i]) == 0 {
+			continue
+		}
+		inWhole := f.flag != "--cidr" && whole.IsValid() && whole.Bits() <= f.p.Bits() && whole.Contains(f.p.Addr())
+		where, sugFlag, sugBits := "", f.flag, f.p.Bits()
+		if inWhole {
+			where = fmt.Sprintf(" (inside --cidr %s)", whole)
+		}
+		if inWhole || f.flag == "--cidr" {
+			sugFlag, sugBits = "--cidr", whole.Bits()
+		} else {
+			for _, g := range flags { // the cluster's other ranges are not free either
+				if g.p.IsValid() && g.p != f.p {
+					taken = append(taken, g.p)
+				}
+			}
+		}
+		advice := "choose a range that no address or route of this host overlaps (see `ip -4 addr` and `ip -4 route`)"
+		if free, ok := config.FreeRange(sugBits, taken); ok {
+			advice = fmt.Sprintf("choose a free range, e.g. %s %s", sugFlag, free)
+		}
+		listed := hits[i]
+		if len(listed) > maxListed {
+			listed = append(listed[:maxListed:maxListed], fmt.Sprintf("and %d more", len(hits[i])-maxListed))
+		}
+		errs = append(errs, fmt.Errorf("%s %s%s overlaps %s on this host; %s", f.flag, f.p, where, strings.Join(listed, ", "), advice))
+	}
+	return errs
+}
+
+// HostPort is a fixed TCP port a component of the cluster listens on in
+// the network namespace of the host (or of rootlesskit, in rootless mode).
+type HostPort struct {
+	// Component listening, e.g. "etcd (client)".
+	Component string
+	// IP it binds: the cluster bridge's host address.
+	IP netip.Addr
+	// Port number (TCP).
+	Port int
+	// Flag that moves the port, e.g. "--apiserver-port"; "" for a port
+	// fixed by kubernix (the upstream default of the component).
+	Flag string
+}
+
+// HostPorts lists the ports of cfg's cluster that bind in the caller's
+// network namespace: the control plane's on the bridge address (etcd
+// client and peer, kube-apiserver, kube-controller-manager and
+// kube-scheduler secure ports), and with the process executor also the
+// node's kubelet and kube-proxy ports (its node IP is the bridge address);
+// sandboxed nodes bind theirs in their own namespaces. The ports come from
+// the component packages.
+func HostPorts(cfg config.Config) []HostPort {
+	n, err := cfg.Network()
+	if err != nil {
+		return nil
+	}
+	ip := n.BridgeIP()
+	ports := []HostPort{
+		{"etcd (client)", ip, etcd.ClientPort, ""},
+		{"etcd (peer)", ip, etcd.PeerPort, ""},
+		{"kube-apiserver", ip, cfg.APIServerPort, "--apiserver-port"},
+		{"kube-controller-manager", ip, controllermanager.SecurePort, ""},
+		{"kube-scheduler", ip, scheduler.SecurePort, ""},
+	}
+	_, rootless := ReadRootless(cfg.Paths())
+	if cfg.EffectiveExecutor(rootless) == config.ExecutorProcess {
+		ports = append(ports,
+			HostPort{"kubelet", ip, kubelet.Port, ""},
+			HostPort{"kubelet (healthz)", ip, kubelet.HealthzPort, ""},
+			HostPort{"kube-proxy (healthz)", ip, kubeproxy.HealthzPort, ""},
+			HostPort{"kube-proxy (metrics)", ip, kubeproxy.MetricsPort, ""},
+		)
+	}
+	return ports
+}
+
+// portProblem returns an error naming hp, the listener that takes it (its
+// address, pid and command when found) and what to do, when a listener
+// other than one of the processes in ignore keeps hp from binding; nil
+// when it is free.
+func portProblem(hp HostPort, ignore map[int]bool) error {
+	ls, err := host.PortConflicts(hp.IP, hp.Port)
+	if err != nil {
+		return fmt.Errorf("check port %d (%s): %w", hp.Port, hp.Component, err)
+	}
+	for _, l := range ls {
+		pid, comm, found := host.SocketOwner(l.Inode)
+		if found && ignore[pid] {
+			continue
+		}
+		who := "a listener on " + l.String()
+		if found {
+			who += fmt.Sprintf(" (pid %d, %s)", pid, comm)
+		}
+		advice := "stop it; kubernix does not move this port"
+		switch {
+		case hp.Flag != "":
+			advice = "stop it, or choose another " + hp.Flag
+		case !l.Addr.IsUnspecified():
+			advice = "stop it, or choose another --cidr (the port binds the first address of its node network)"
+		}
+		return fmt.Errorf("port %d is in use, so %s cannot listen on %s: %s holds it; %s", hp.Port, hp.Component, hp.IP, who, advice)
+	}
+	return nil
+}
+
+// recordedPIDs are the live processes recorded in the run dirs of the
+// state dir (paths.Run): the cluster's own components, e.g. those a killed
+// supervisor left, which Up stops before it starts anew.
+func recordedPIDs(paths config.Paths) map[int]bool {
+	dirs, _ := filepath.Glob(paths.Run("*", "*"))
+	pids := map[int]bool{}
+	for _, d := range dirs {
+		if pid, ok := process.Running(d); ok {
+			pids[pid] = true
+		}
+	}
+	return pids
+}
