@@ -102,6 +102,11 @@ func FailedFile(paths config.Paths, nodeName string) string {
 	return filepath.Join(paths.Run(nodeName, ""), "failed")
 }
 
+// containerdGiveUpAfter is how many failures in a row of a node's
+// containerd make the node failed: its exit and six failed restarts,
+// about 30 s of backoff (components.DefaultRestart).
+const containerdGiveUpAfter = 7
+
 // nodeFailed handles a node whose containerd keeps dying: it records the
 // failure for `kubernix status` and stops the node's kubelet and
 // kube-proxy, so nothing of the node runs half-alive. The rest of the
@@ -279,7 +284,11 @@ func (c *Cluster) containerd(nd *node.Node) component.Component {
 			return c.syncImagesFolder(ctx, nd)
 		},
 		AfterRestart: func(ctx context.Context) error { return c.syncImagesFolder(ctx, nd) },
-		OnGiveUp:     func(err error) { c.nodeFailed(nd, err) },
+		// A containerd that keeps failing is a failed node (nodeFailed),
+		// not a crash loop: the node's pods cannot run, and its kubelet
+		// and kube-proxy are stopped rather than left half-alive.
+		GiveUpAfter: containerdGiveUpAfter,
+		OnGiveUp:    func(err error) { c.nodeFailed(nd, err) },
 		BeforeStop: func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
@@ -424,6 +433,8 @@ func (c *Cluster) kubelet(nd *node.Node) component.Component {
 			}
 			return c.nodeReady(ctx, nd.Name, time.Unix(started.Load(), 0))
 		},
+		// Its own health only: an apiserver outage must not restart it.
+		Liveness: health,
 	}
 }
 
