@@ -102,9 +102,11 @@ func FailedFile(paths config.Paths, nodeName string) string {
 	return filepath.Join(paths.Run(nodeName, ""), "failed")
 }
 
-// containerdGiveUpAfter is how many failures in a row of a node's
-// containerd make the node failed: its exit and six failed restarts,
-// about 30 s of backoff (components.DefaultRestart).
+// containerdGiveUpAfter is how many failures in a row (exits, hangs,
+// failed restarts, without a minute of stable running in between) of a
+// node's containerd make the node failed: the first and six more, about
+// 30 s of backoff (components.DefaultRestart), as many as before the
+// control plane was restarted for ever.
 const containerdGiveUpAfter = 7
 
 // nodeFailed handles a node whose containerd keeps dying: it records the

@@ -45,8 +45,9 @@ type Supervision struct {
 	// Restarts counts the restarts since the supervisor started the
 	// component, failed ones included.
 	Restarts int `json:"restarts"`
-	// Failures counts the failures in a row; it starts over once the
-	// component ran for Proc.StableAfter.
+	// Failures counts the failures in a row, as of the last one: a
+	// failure after the component ran for Proc.StableAfter counts as the
+	// first again.
 	Failures int `json:"failures"`
 	// LastFailure says how the component last failed: its exit status,
 	// the liveness error that had it restarted, or why a restart failed.
