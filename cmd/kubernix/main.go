@@ -24,11 +24,24 @@ func main() {
 		profile = ""
 	}
 	stopProfile := startProfile(profile)
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...)
 	code := cli.Run(ctx, common.DefaultStreams(), os.Args[1:], os.Environ())
 	stop()
 	stopProfile()
 	os.Exit(code)
+}
+
+// stopSignals are the signals that cancel the command's context: SIGINT,
+// SIGTERM and SIGHUP (its terminal closed), so that a foreground `up`
+// brings its cluster down in order whichever way it is ended. SIGHUP is
+// left out when kubernix was started with it ignored (nohup), as the user
+// asked.
+func stopSignals() []os.Signal {
+	sigs := []os.Signal{os.Interrupt, syscall.SIGTERM}
+	if !signal.Ignored(syscall.SIGHUP) {
+		sigs = append(sigs, syscall.SIGHUP)
+	}
+	return sigs
 }
 
 // startProfile starts a CPU profile to path.<pid> when path is set, and

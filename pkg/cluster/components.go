@@ -167,6 +167,9 @@ func (c *Cluster) controlPlane() ([]component.Component, error) {
 			ComponentName: "kube-scheduler", ComponentPhase: component.Controller, Log: c.Log,
 			Command: c.cmd(scope, "kube-scheduler", scheduler.Command(schedSpec)),
 			Probe:   process.HTTPGet(schedSpec.HealthURL(), caOnly),
+			// Before it schedules anything onto a node a smaller
+			// cluster no longer has.
+			Prepare: c.deleteStaleNodes,
 		}, APIServerReady),
 	}, nil
 }

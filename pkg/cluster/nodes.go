@@ -17,6 +17,7 @@ import (
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
+	"k8s.io/utils/ptr"
 
 	"github.com/kubernix/kubernix/assets"
 	"github.com/kubernix/kubernix/pkg/component"
@@ -101,6 +102,13 @@ func (cc *capturedComponent) Start(ctx context.Context) (component.Stoppable, er
 func FailedFile(paths config.Paths, nodeName string) string {
 	return filepath.Join(paths.Run(nodeName, ""), "failed")
 }
+
+// containerdGiveUpAfter is how many failures in a row (exits, hangs,
+// failed restarts, without a minute of stable running in between) of a
+// node's containerd make the node failed: the first and six more, about
+// 30 s of backoff (components.DefaultRestart), as many as before the
+// control plane was restarted for ever.
+const containerdGiveUpAfter = 7
 
 // nodeFailed handles a node whose containerd keeps dying: it records the
 // failure for `kubernix status` and stops the node's kubelet and
@@ -279,7 +287,11 @@ func (c *Cluster) containerd(nd *node.Node) component.Component {
 			return c.syncImagesFolder(ctx, nd)
 		},
 		AfterRestart: func(ctx context.Context) error { return c.syncImagesFolder(ctx, nd) },
-		OnGiveUp:     func(err error) { c.nodeFailed(nd, err) },
+		// A containerd that keeps failing is a failed node (nodeFailed),
+		// not a crash loop: the node's pods cannot run, and its kubelet
+		// and kube-proxy are stopped rather than left half-alive.
+		GiveUpAfter: containerdGiveUpAfter,
+		OnGiveUp:    func(err error) { c.nodeFailed(nd, err) },
 		BeforeStop: func(ctx context.Context) error {
 			ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
@@ -424,6 +436,8 @@ func (c *Cluster) kubelet(nd *node.Node) component.Component {
 			}
 			return c.nodeReady(ctx, nd.Name, time.Unix(started.Load(), 0))
 		},
+		// Its own health only: an apiserver outage must not restart it.
+		Liveness: health,
 	}
 }
 
@@ -477,6 +491,48 @@ func (c *Cluster) registerNode(ctx context.Context, nd *node.Node) error {
 		return nil
 	}
 	return err
+}
+
+// deleteStaleNodes deletes the Nodes of this cluster (label
+// kubernix.io/cluster) that the plan no longer has, as after `up --nodes
+// 1` of a cluster that had 3, and force-deletes the pods bound to them:
+// nothing runs them any more, and the scheduler and the ReplicaSets would
+// otherwise count on them until the node lifecycle and pod GC controllers
+// noticed, a minute later.
+func (c *Cluster) deleteStaleNodes(ctx context.Context) error {
+	want := map[string]bool{}
+	for _, nd := range c.Plan.Nodes {
+		want[nd.Name] = true
+	}
+	nodes, err := c.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "kubernix.io/cluster=" + c.Plan.Cfg.Name})
+	if err != nil {
+		return fmt.Errorf("list nodes: %w", err)
+	}
+	var errs []error
+	for _, n := range nodes.Items {
+		if want[n.Name] {
+			continue
+		}
+		c.Log.Info("deleting a node this cluster no longer has", "node", n.Name)
+		pods, err := c.client.CoreV1().Pods("").List(ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + n.Name})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("list pods of node %s: %w", n.Name, err))
+			continue
+		}
+		for _, pod := range pods.Items {
+			if pod.Spec.NodeName != n.Name {
+				continue // a server that ignored the field selector
+			}
+			err := c.client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: ptr.To[int64](0)})
+			if err != nil && !apierrors.IsNotFound(err) {
+				errs = append(errs, fmt.Errorf("delete pod %s/%s: %w", pod.Namespace, pod.Name, err))
+			}
+		}
+		if err := c.client.CoreV1().Nodes().Delete(ctx, n.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			errs = append(errs, fmt.Errorf("delete node %s: %w", n.Name, err))
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // markNodeUnknown sets the Ready condition of a Node that etcd still holds

@@ -113,3 +113,43 @@ func TestIsTransient(t *testing.T) {
 		}
 	}
 }
+
+// TestDeleteStaleNodes: after a 3-node cluster, a 1-node plan deletes the
+// cluster's nodes 1 and 2 and force-deletes their pods; node 0, its pods
+// and another cluster's node stay.
+func TestDeleteStaleNodes(t *testing.T) {
+	plan := testPlan(t, 1)
+	node := func(name, cluster string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernix.io/cluster": cluster}}}
+	}
+	pod := func(name, node string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system"}, Spec: corev1.PodSpec{NodeName: node}}
+	}
+	client := fake.NewClientset(
+		node("golden-node-0", "golden"), node("golden-node-1", "golden"), node("golden-node-2", "golden"),
+		node("other-node-1", "other"),
+		pod("coredns-a", "golden-node-0"), pod("coredns-b", "golden-node-2"), pod("elsewhere", "other-node-1"),
+	)
+	c := &Cluster{Plan: plan, client: client, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	if err := c.deleteStaleNodes(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	nodes, _ := client.CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})
+	var gotNodes []string
+	for _, n := range nodes.Items {
+		gotNodes = append(gotNodes, n.Name)
+	}
+	pods, _ := client.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{})
+	var gotPods []string
+	for _, p := range pods.Items {
+		gotPods = append(gotPods, p.Name)
+	}
+	slices.Sort(gotNodes)
+	slices.Sort(gotPods)
+	if want := []string{"golden-node-0", "other-node-1"}; !slices.Equal(gotNodes, want) {
+		t.Errorf("nodes = %v, want %v", gotNodes, want)
+	}
+	if want := []string{"coredns-a", "elsewhere"}; !slices.Equal(gotPods, want) {
+		t.Errorf("pods = %v, want %v", gotPods, want)
+	}
+}

@@ -23,10 +23,20 @@ const (
 	DefaultReadyTimeout  = 2 * time.Minute
 	DefaultProbeInterval = 50 * time.Millisecond
 	DefaultStopGrace     = 10 * time.Second
+	// DefaultLivenessPeriod is the time between liveness checks.
+	DefaultLivenessPeriod = 2 * time.Second
+	// DefaultLivenessThreshold is how many failed liveness checks in a
+	// row have a process restarted: with DefaultLivenessPeriod and
+	// process.ProbeTimeout, a process that hangs is restarted 6 to 12 s
+	// after it stopped answering.
+	DefaultLivenessThreshold = 3
 )
 
-// Proc is a Component backed by one process. The supervisor restarts it
-// with backoff when it exits on its own after having been ready.
+// Proc is a Component backed by one process. Once it was ready, the
+// supervisor restarts it whenever it exits on its own or stops answering
+// its liveness checks, with a backoff that grows to a cap and never gives
+// up (unless GiveUpAfter says so), and records how it fares for `kubernix
+// status` (Supervision). Its log is capped (process.Command.LogMaxBytes).
 type Proc struct {
 	ComponentName  string
 	ComponentPhase component.Phase
@@ -39,6 +49,23 @@ type Proc struct {
 	ReadyTimeout time.Duration
 	// StopGrace is the time between SIGTERM and SIGKILL; DefaultStopGrace if zero.
 	StopGrace time.Duration
+	// Liveness checks, every LivenessPeriod once the process has been
+	// ready, that it still works; each check is bounded by
+	// process.ProbeTimeout. After LivenessThreshold failed checks in a
+	// row the process counts as hung (SIGSTOP, a deadlock): it is
+	// stopped (SIGTERM with SIGCONT, SIGKILL after StopGrace; BeforeStop
+	// does not run) and restarted like a process that exited. nil means
+	// Probe, which must then check this process alone: a readiness probe
+	// that waits for other components (the kubelet's waits for its Node's
+	// status in the apiserver) needs a Liveness of its own, or their
+	// outage would restart this one too.
+	Liveness process.Probe
+	// LivenessPeriod is the time between liveness checks;
+	// DefaultLivenessPeriod if zero.
+	LivenessPeriod time.Duration
+	// LivenessThreshold is how many failed checks in a row mean the
+	// process hangs; DefaultLivenessThreshold if zero.
+	LivenessThreshold int
 	// Wrap, if set, is called at every (re)start for Command.Wrapper: the
 	// node sandbox's PID is only known once it runs.
 	Wrap func() []string
@@ -55,18 +82,61 @@ type Proc struct {
 	// BeforeStop runs before the process is signalled, e.g. to remove pods
 	// through CRI; its error is reported but the process is stopped anyway.
 	BeforeStop func(ctx context.Context) error
-	// Restart is the backoff of restarts after unexpected exits. Steps bounds
-	// consecutive failed restarts; when exhausted, OnGiveUp is called.
+	// Restart spaces the restarts after failures (an exit, a liveness
+	// kill, a failed restart): the first after Duration, each next one
+	// Factor times later, up to Cap (DefaultRestart if Duration is zero;
+	// DefaultRestart.Cap if Cap is zero). Steps is not used: restarts go
+	// on for ever, unless GiveUpAfter is set.
 	Restart wait.Backoff
+	// StableAfter is how long a process must run, ready, for its next
+	// failure to start the backoff over rather than continue a crash
+	// loop; 2 × Restart.Cap if zero, as the kubelet's CrashLoopBackOff.
+	StableAfter time.Duration
+	// GiveUpAfter, if > 0, ends supervision after that many failures in a
+	// row: OnGiveUp is called and the component is left stopped, recorded
+	// as failed. 0 (the default) restarts it for ever.
+	GiveUpAfter int
 	// OnGiveUp is called (once, from the supervising goroutine) when the
-	// process keeps dying; may be nil.
+	// supervisor gives up (GiveUpAfter); may be nil.
 	OnGiveUp func(err error)
 	Log      *slog.Logger
 }
 
-// DefaultRestart is the restart backoff: 0.5 s doubling to 30 s, giving up
-// after 6 consecutive failures.
-var DefaultRestart = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Cap: 30 * time.Second, Steps: 6}
+// DefaultRestart is the restart backoff: 0.5 s doubling to 30 s, then every
+// 30 s for as long as the component keeps failing.
+var DefaultRestart = wait.Backoff{Duration: 500 * time.Millisecond, Factor: 2, Cap: 30 * time.Second}
+
+func (p *Proc) restartPolicy() wait.Backoff {
+	b := p.Restart
+	if b.Duration == 0 {
+		b = DefaultRestart
+	}
+	if b.Cap == 0 {
+		b.Cap = DefaultRestart.Cap
+	}
+	return b
+}
+
+func (p *Proc) stableAfter() time.Duration {
+	if p.StableAfter > 0 {
+		return p.StableAfter
+	}
+	return 2 * p.restartPolicy().Cap
+}
+
+func (p *Proc) liveness() (process.Probe, time.Duration, int) {
+	probe, period, threshold := p.Liveness, p.LivenessPeriod, p.LivenessThreshold
+	if probe == nil {
+		probe = p.Probe
+	}
+	if period <= 0 {
+		period = DefaultLivenessPeriod
+	}
+	if threshold <= 0 {
+		threshold = DefaultLivenessThreshold
+	}
+	return probe, period, threshold
+}
 
 // Name implements component.Component.
 func (p *Proc) Name() string { return p.ComponentName }
@@ -78,6 +148,8 @@ func (p *Proc) Phase() component.Phase { return p.ComponentPhase }
 // supervises it until the returned Stoppable's Stop. On error nothing of it
 // is left running.
 func (p *Proc) Start(ctx context.Context) (component.Stoppable, error) {
+	s := &supervised{p: p, stopping: make(chan struct{}), done: make(chan struct{})}
+	s.record(func(r *Supervision) { *r = Supervision{State: StateStarting} })
 	proc, err := p.launch(ctx)
 	if err != nil {
 		return nil, err
@@ -88,8 +160,10 @@ func (p *Proc) Start(ctx context.Context) (component.Stoppable, error) {
 			return nil, errors.Join(err, stopErr)
 		}
 	}
+	s.proc, s.readyAt = proc, time.Now()
+	s.record(func(r *Supervision) { r.State = StateRunning })
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	s := &supervised{p: p, proc: proc, cancel: cancel, stopping: make(chan struct{}), done: make(chan struct{})}
+	s.cancel = cancel
 	go s.supervise(sctx)
 	return s, nil
 }
@@ -126,11 +200,14 @@ func (p *Proc) launch(ctx context.Context) (*process.Process, error) {
 	return proc, nil
 }
 
-func (p *Proc) stopProcess(ctx context.Context, proc *process.Process) error {
-	grace := p.StopGrace
-	if grace == 0 {
-		grace = DefaultStopGrace
+func (p *Proc) stopGrace() time.Duration {
+	if p.StopGrace == 0 {
+		return DefaultStopGrace
 	}
+	return p.StopGrace
+}
+
+func (p *Proc) stopProcess(ctx context.Context, proc *process.Process) error {
 	var errs []error
 	if p.BeforeStop != nil {
 		select {
@@ -141,7 +218,7 @@ func (p *Proc) stopProcess(ctx context.Context, proc *process.Process) error {
 			}
 		}
 	}
-	errs = append(errs, proc.Stop(ctx, grace))
+	errs = append(errs, proc.Stop(ctx, p.stopGrace()))
 	return errors.Join(errs...)
 }
 
@@ -150,65 +227,161 @@ type supervised struct {
 	p        *Proc
 	mu       sync.Mutex
 	proc     *process.Process
+	readyAt  time.Time // when proc became ready
+	rec      Supervision
 	stopOnce sync.Once
 	cancel   context.CancelFunc // aborts a restart in progress
 	stopping chan struct{}
 	done     chan struct{}
 }
 
-// supervise restarts the process when it exits unexpectedly.
+// record updates the Supervision record and writes it to the run
+// directory; a failed write is logged, as status is only informative.
+func (s *supervised) record(update func(*Supervision)) {
+	s.mu.Lock()
+	update(&s.rec)
+	rec := s.rec
+	s.mu.Unlock()
+	if err := writeSupervision(s.p.Command.RunDir, rec); err != nil {
+		s.p.Log.Warn("recording supervision state", "component", s.p.ComponentName, "err", err)
+	}
+}
+
+// supervise restarts the process whenever it fails (see watch), with the
+// crash-loop backoff, until Stop or, with GiveUpAfter, until it gives up.
 func (s *supervised) supervise(ctx context.Context) {
 	defer close(s.done)
-	backoff := s.p.Restart
-	if backoff.Steps == 0 {
-		backoff = DefaultRestart
-	}
+	loop := newCrashLoop(s.p.restartPolicy(), s.p.stableAfter())
+	log := s.p.Log.With("component", s.p.ComponentName)
 	for {
 		s.mu.Lock()
-		proc := s.proc
+		proc, readyAt := s.proc, s.readyAt
 		s.mu.Unlock()
-		select {
-		case <-s.stopping:
-			return
-		case <-proc.Done():
+		failure := s.watch(ctx, proc)
+		if failure == nil {
+			return // stopping
 		}
-		exitErr := proc.ExitErr()
-		s.p.Log.Warn("component exited unexpectedly; restarting", "component", s.p.ComponentName, "err", exitErr)
+		delay, failures := loop.failed(time.Since(readyAt))
 		for {
-			if backoff.Steps <= 0 {
-				s.p.Log.Error("component keeps failing; giving up", "component", s.p.ComponentName, "err", exitErr)
+			if s.p.GiveUpAfter > 0 && failures >= s.p.GiveUpAfter {
+				log.Error("component keeps failing; giving up", "failures", failures, "err", failure)
+				s.recordFailure(StateFailed, failures, failure, time.Time{})
 				if s.p.OnGiveUp != nil {
-					s.p.OnGiveUp(fmt.Errorf("%s keeps exiting: %w", s.p.ComponentName, exitErr))
+					s.p.OnGiveUp(fmt.Errorf("%s failed %d times in a row: %w", s.p.ComponentName, failures, failure))
 				}
 				return
 			}
+			state := StateRestarting
+			if failures > 1 {
+				state = StateCrashLooping
+			}
+			log.Warn("component failed; restarting", "err", failure, "failures", failures, "in", delay)
+			s.recordFailure(state, failures, failure, time.Now().Add(delay))
 			select {
 			case <-s.stopping:
 				return
-			case <-time.After(backoff.Step()):
+			case <-time.After(delay):
 			}
+			s.record(func(r *Supervision) { r.Restarts++ })
 			next, err := s.p.launch(ctx)
 			if err == nil && s.p.AfterRestart != nil {
 				if err = s.p.AfterRestart(ctx); err != nil {
 					err = errors.Join(fmt.Errorf("after restart: %w", err), s.p.stopProcess(context.WithoutCancel(ctx), next))
 				}
 			}
-			if err != nil {
-				exitErr = err
-				s.p.Log.Warn("restart failed", "component", s.p.ComponentName, "err", err)
-				continue
+			if err == nil {
+				s.mu.Lock()
+				s.proc, s.readyAt = next, time.Now()
+				s.mu.Unlock()
+				s.record(func(r *Supervision) { r.State, r.NextRestart = StateRunning, time.Time{} })
+				log.Info("component restarted", "pid", next.PID())
+				break
 			}
-			s.mu.Lock()
-			s.proc = next
-			s.mu.Unlock()
-			s.p.Log.Info("component restarted", "component", s.p.ComponentName, "pid", next.PID())
-			backoff = s.p.Restart
-			if backoff.Steps == 0 {
-				backoff = DefaultRestart
+			select {
+			case <-s.stopping:
+				return // the restart was aborted by Stop
+			default:
 			}
-			break
+			failure = fmt.Errorf("restart failed: %w", err)
+			delay, failures = loop.failed(0)
 		}
 	}
+}
+
+func (s *supervised) recordFailure(state State, failures int, failure error, next time.Time) {
+	s.record(func(r *Supervision) {
+		r.State, r.Failures, r.NextRestart = state, failures, next
+		r.LastFailure, r.LastFailureAt = failure.Error(), time.Now()
+	})
+}
+
+// watch waits until proc fails, checking its liveness and capping its log
+// every LivenessPeriod. It returns why proc failed: its exit status, or
+// the liveness failure for which it stopped it. It returns nil once Stop
+// is called.
+func (s *supervised) watch(ctx context.Context, proc *process.Process) error {
+	probe, period, threshold := s.p.liveness()
+	live := &liveness{threshold: threshold}
+	log := s.p.Log.With("component", s.p.ComponentName, "pid", proc.PID())
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-s.stopping:
+			return nil
+		case <-proc.Done():
+			if err := proc.ExitErr(); err != nil {
+				return fmt.Errorf("exited: %w", err)
+			}
+			return errors.New("exited: exit status 0")
+		case <-tick.C:
+		}
+		if rotated, err := proc.CapLog(); err != nil {
+			log.Warn("capping the log", "err", err)
+		} else if rotated {
+			log.Debug("rotated the log", "log", proc.Command().LogFile)
+		}
+		pctx, cancel := context.WithTimeout(ctx, process.ProbeTimeout)
+		err := probe(pctx)
+		cancel()
+		select {
+		case <-s.stopping:
+			return nil
+		case <-proc.Done():
+			continue // report the exit, not the failed check
+		default:
+		}
+		wasFailing := live.failures > 0
+		if !live.observe(err) {
+			switch {
+			case err != nil:
+				log.Warn("liveness check failed", "failures", live.failures, "threshold", threshold, "err", err)
+				s.record(func(r *Supervision) { r.State = StateUnhealthy })
+			case wasFailing:
+				log.Info("liveness check passes again")
+				s.record(func(r *Supervision) { r.State = StateRunning })
+			}
+			continue
+		}
+		failure := fmt.Errorf("liveness check failed %d times in a row: %w", live.failures, err)
+		log.Warn("component hangs; stopping it", "err", failure)
+		if serr := proc.Stop(ctx, s.p.stopGrace()); serr != nil {
+			select {
+			case <-s.stopping:
+				return nil
+			default:
+			}
+			log.Warn("stopping the hung process", "err", serr)
+		}
+		return failure
+	}
+}
+
+// current returns the process being supervised.
+func (s *supervised) current() *process.Process {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.proc
 }
 
 // Stop ends supervision and stops the process; idempotent.
@@ -218,10 +391,7 @@ func (s *supervised) Stop(ctx context.Context) error {
 		close(s.stopping)
 		s.cancel()
 		<-s.done
-		s.mu.Lock()
-		proc := s.proc
-		s.mu.Unlock()
-		err = s.p.stopProcess(ctx, proc)
+		err = s.p.stopProcess(ctx, s.current())
 	})
 	return err
 }

@@ -82,12 +82,8 @@ func TestAfterRestart(t *testing.T) {
 			if ready.Load() != 1 {
 				t.Errorf("AfterReady ran %d times, want once", ready.Load())
 			}
-			sp := s.(*supervised)
-			sp.mu.Lock()
-			proc := sp.proc
-			sp.mu.Unlock()
 			select {
-			case <-proc.Done():
+			case <-s.(*supervised).current().Done():
 				t.Error("the restarted process is not running")
 			default:
 			}

@@ -52,19 +52,19 @@ var stateInputs = []string{"images", "registries", "lost+found"}
 func stateDirProblem(dir string, homes []string) error {
 	for _, sys := range SystemDirs {
 		if dir == sys || dir == resolveExisting(sys) {
-			return fmt.Errorf("%s is a system directory, and kubernix unmounts and removes what is below its state dir; use a directory of its own, e.g. /var/lib/kubernix/<name> (the default as root)", dir)
+			return fmt.Errorf("%s is a system directory, and kubernix writes, replaces and removes files of its own there; use a directory of its own, e.g. /var/lib/kubernix/<name> (the default as root)", dir)
 		}
 	}
 	for _, h := range homes {
 		if h != "" && dir == h {
-			return fmt.Errorf("%s is a home directory, and kubernix unmounts and removes what is below its state dir; use a directory of its own, e.g. %s", dir, filepath.Join(dir, "kubernix"))
+			return fmt.Errorf("%s is a home directory, and kubernix writes, replaces and removes files of its own there; use a directory of its own, e.g. %s", dir, filepath.Join(dir, "kubernix"))
 		}
 	}
 	ours, err := isStateDir(dir)
 	if err != nil || ours {
 		return nil // a directory that cannot be read is reported by the writability check
 	}
-	return fmt.Errorf("%s is not empty and not a kubernix state dir (it has no %s or kubernix.toml), and kubernix unmounts and removes what is below its state dir; choose a new or empty directory, e.g. %s",
+	return fmt.Errorf("%s is not empty and not a kubernix state dir (it has no %s or kubernix.toml), and kubernix writes, replaces and removes files of its own there; choose a new or empty directory, e.g. %s",
 		dir, StateMarker, filepath.Join(dir, "kubernix"))
 }
 

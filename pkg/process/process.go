@@ -11,6 +11,10 @@
 //	<RunDir>/run.json  a RunInfo: the exact argv, environment changes, and the
 //	                   process start time that guards against PID reuse
 //
+// The log is capped: Start rotates an oversized one, and CapLog rotates a
+// running process's log in place (copy, then truncate), since the child
+// writes to the file itself.
+//
 // WaitReady polls a Probe until the component answers, failing fast with the
 // log tail when the process dies first. Stop sends SIGTERM, then SIGKILL.
 // Adopt finds a process again from its run directory after the supervisor that
@@ -65,6 +69,13 @@ type Command struct {
 	// LogFile receives the process's stdout and stderr, appended; its
 	// directory is created with mode 0755 and the file with 0644.
 	LogFile string
+	// LogMaxBytes caps LogFile's size, in bytes: Start rotates a larger
+	// log to LogFile.1 before it starts the process, and CapLog rotates
+	// the log of a running process. 0 means DefaultLogMaxBytes.
+	LogMaxBytes int64
+	// LogBackups is how many rotated logs are kept (LogFile.1 the
+	// newest); 0 means DefaultLogBackups.
+	LogBackups int
 	// RunDir holds the "pid" and "run.json" files; it is created with mode 0755.
 	RunDir string
 	// Wrapper, if not empty, is prepended to Path and Args, e.g.
@@ -137,7 +148,8 @@ type Process struct {
 // process group, so a Ctrl-C in the supervisor's terminal reaches only the
 // supervisor, and no parent-death signal, so it outlives a killed supervisor
 // (Adopt finds it again). Its stdout and stderr go straight to cmd.LogFile,
-// after a header line "--- kubernix: starting <argv> at <RFC3339 time>".
+// after a header line "--- kubernix: starting <argv> at <RFC3339 time>";
+// a log larger than cmd.LogMaxBytes is first rotated (see CapLog).
 //
 // If cmd.RunDir records a live process (its pidfile names a running process
 // whose start time matches run.json), Start returns an error wrapping
@@ -167,6 +179,11 @@ func Start(ctx context.Context, cmd Command, log *slog.Logger) (*Process, error)
 		return nil, fmt.Errorf("start %s: %w", cmd.Name, err)
 	}
 
+	if rotated, err := rotateOversized(cmd); err != nil {
+		log.Warn("log not rotated", "log", cmd.LogFile, "err", err)
+	} else if rotated {
+		log.Debug("rotated the log", "log", cmd.LogFile)
+	}
 	logf, err := os.OpenFile(cmd.LogFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: open log: %w", cmd.Name, err)

@@ -288,12 +288,22 @@ func TestStop(t *testing.T) {
 		grace   time.Duration
 		wantSig syscall.Signal
 		wantLog string
+		// stopped: the process is SIGSTOPped (hung) before Stop.
+		stopped bool
 	}{
 		{
 			name:    "SIGTERM",
 			script:  `echo ready; exec sleep 1000`,
 			grace:   patience,
 			wantSig: unix.SIGTERM,
+		},
+		{
+			// SIGCONT with SIGTERM: no waiting the grace period for SIGKILL.
+			name:    "a stopped process acts on SIGTERM",
+			script:  `echo ready; exec sleep 1000`,
+			grace:   2 * patience,
+			wantSig: unix.SIGTERM,
+			stopped: true,
 		},
 		{
 			// Like kube-apiserver without etcd: the first SIGTERM is not enough.
@@ -320,6 +330,11 @@ func TestStop(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			p := start(t, shCommand(t, "stopper", tt.script))
 			waitLog(t, p, "ready")
+			if tt.stopped {
+				if err := unix.Kill(p.PID(), unix.SIGSTOP); err != nil {
+					t.Fatal(err)
+				}
+			}
 			if err := p.Stop(testCtx(t), tt.grace); err != nil {
 				t.Fatalf("Stop: %v", err)
 			}

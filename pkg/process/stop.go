@@ -10,7 +10,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Stop ends the process: SIGTERM, a second SIGTERM after grace/2 (kube-apiserver
+// Stop ends the process: SIGTERM (with SIGCONT, so that a stopped process
+// acts on it), a second SIGTERM after grace/2 (kube-apiserver
 // ignores the first one for up to 60 s when etcd is gone, and exits on the
 // second), SIGKILL after grace, then it waits for the exit. With grace <= 0 it
 // sends SIGKILL at once. Signals go to the process alone, or to its process
@@ -37,7 +38,7 @@ func (p *Process) stop(ctx context.Context, grace time.Duration) error {
 		return nil
 	}
 	if grace > 0 {
-		if err := p.signal(unix.SIGTERM); err != nil {
+		if err := p.terminate(); err != nil {
 			return err
 		}
 		half := time.NewTimer(grace / 2)
@@ -51,7 +52,7 @@ func (p *Process) stop(ctx context.Context, grace time.Duration) error {
 				return nil
 			case <-half.C:
 				p.log.Debug("still running, sending SIGTERM again", "pid", p.pid)
-				if err := p.signal(unix.SIGTERM); err != nil {
+				if err := p.terminate(); err != nil {
 					return err
 				}
 			case <-full.C:
@@ -72,6 +73,16 @@ func (p *Process) stop(ctx context.Context, grace time.Duration) error {
 	case <-ctx.Done():
 		return fmt.Errorf("waiting for exit after SIGKILL: %w", ctx.Err())
 	}
+}
+
+// terminate sends SIGTERM and then SIGCONT: a stopped process (SIGSTOP, a
+// debugger, a terminal's job control) acts on SIGTERM only once it
+// continues, and SIGCONT is harmless to a running one.
+func (p *Process) terminate() error {
+	if err := p.signal(unix.SIGTERM); err != nil {
+		return err
+	}
+	return p.signal(unix.SIGCONT)
 }
 
 // signal sends sig to the process, or to its group with StopGroup. A process

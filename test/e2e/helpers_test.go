@@ -53,7 +53,8 @@ func newEnv(t *testing.T, name, cidr string, extra ...string) *env {
 	t.Cleanup(func() { os.RemoveAll(state) })
 	return &env{
 		t: t, binDir: binDir, name: name, stateDir: state, cidr: cidr,
-		kubeconfig: filepath.Join(state, "user-kubeconfig"), extra: extra,
+		// Outside the state dir, which must be empty or kubernix's.
+		kubeconfig: filepath.Join(t.TempDir(), "user-kubeconfig"), extra: extra,
 		netnsBefore: runNetns(),
 	}
 }

@@ -59,6 +59,9 @@ func TestHostSafety(t *testing.T) {
 	t.Run("process executor refused beside another kube-proxy's table", func(t *testing.T) {
 		c := newEnv(t, "e2e-safe-c", "10.213.0.0/16", "--executor", "process")
 		out, code := c.kubernix(ctx, "up", "--detach")
+		if code == 0 {
+			defer c.kubernix(context.Background(), "down")
+		}
 		if code != 2 || !strings.Contains(out, "ip kube-proxy") || !strings.Contains(out, "--executor") {
 			t.Errorf("up --executor process: exit %d, output:\n%s\nwant exit 2 naming the table and the flag", code, out)
 		}

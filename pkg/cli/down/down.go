@@ -3,6 +3,7 @@ package down
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"syscall"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/kubernix/kubernix/pkg/cli/common"
 	"github.com/kubernix/kubernix/pkg/cluster"
+	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/process"
 )
 
@@ -19,6 +21,12 @@ import (
 // the cluster down in order and waits for it; then, or when the supervisor
 // is gone (even SIGKILLed), it removes whatever is left from the state dir.
 // The state dir (PKI, etcd data) is kept for the next up.
+//
+// It holds the state dir's lock (cluster.Lock) while it works. When an
+// `up` holds it, whether the cluster is starting or running, down sends
+// that supervisor SIGTERM (one that is starting aborts and removes what
+// it started) and waits for the lock; after --timeout it sends SIGKILL and
+// cleans up itself. When another `down` holds it, it waits for it.
 func NewCommand(env *common.Env) *cobra.Command {
 	var timeout time.Duration
 	cmd := &cobra.Command{
@@ -33,6 +41,12 @@ func NewCommand(env *common.Env) *cobra.Command {
 			}
 			log := env.Logger(cfg)
 			begin := time.Now()
+			lock, err := lockForDown(ctx, env, cfg, timeout)
+			if err != nil {
+				return err
+			}
+			defer lock.Close()
+			// A supervisor of an older kubernix holds no lock.
 			if sup, err := process.Adopt(cluster.SupervisorRunDir(cfg.Paths())); err == nil && sup.PID() != os.Getpid() {
 				pid := sup.PID()
 				common.Fprintf(env.Streams.Out, "asking supervisor (pid %d) to bring cluster %q down\n", pid, cfg.Name)
@@ -69,4 +83,35 @@ func NewCommand(env *common.Env) *cobra.Command {
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long to wait for the supervisor's orderly down")
 	return cmd
+}
+
+// lockForDown takes the state dir's lock for down, asking a supervisor
+// that holds it to bring the cluster down and waiting up to timeout, then
+// killing a supervisor that did not (its components are left to the
+// cleanup, as after any killed supervisor).
+func lockForDown(ctx context.Context, env *common.Env, cfg config.Config, timeout time.Duration) (*cluster.StateLock, error) {
+	var holder *cluster.BusyError
+	lock, err := cluster.WaitLock(ctx, cfg, cluster.VerbDown, timeout, func(b *cluster.BusyError) {
+		holder = b
+		if b.Verb != cluster.VerbUp || b.PID <= 0 {
+			common.Fprintf(env.Streams.Out, "waiting: %v\n", b)
+			return
+		}
+		common.Fprintf(env.Streams.Out, "asking supervisor (pid %d) to bring cluster %q down\n", b.PID, cfg.Name)
+		if err := syscall.Kill(b.PID, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+			common.Fprintf(env.Streams.Err, "signal supervisor %d: %v\n", b.PID, err)
+		}
+	})
+	if err == nil || !errors.Is(err, cluster.ErrBusy) || holder == nil || holder.Verb != cluster.VerbUp {
+		return lock, err
+	}
+	var now *cluster.BusyError
+	if !errors.As(err, &now) || now.PID <= 0 || now.Verb != cluster.VerbUp {
+		return nil, err
+	}
+	common.Fprintf(env.Streams.Err, "supervisor (pid %d) did not bring the cluster down in %s; killing it and cleaning up without it\n", now.PID, timeout)
+	if err := syscall.Kill(now.PID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+		return nil, fmt.Errorf("kill supervisor %d: %w", now.PID, err)
+	}
+	return cluster.WaitLock(ctx, cfg, cluster.VerbDown, 30*time.Second, nil)
 }

@@ -87,7 +87,8 @@ func logPath(cfg config.Config, component string, nodeIndex int) (string, error)
 	return path, nil
 }
 
-// followFile copies path to out and then whatever is appended, until ctx ends.
+// followFile copies path to out and then whatever is appended, until ctx
+// ends; after a rotation in place it goes on from the file's start.
 func followFile(ctx context.Context, path string, out io.Writer) error {
 	f, err := os.Open(path)
 	if err != nil {
@@ -115,6 +116,27 @@ func followFile(ctx context.Context, path string, out io.Writer) error {
 			if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
 				return errors.New("log file removed")
 			}
+			if err := rewindIfTruncated(f); err != nil {
+				return err
+			}
 		}
 	}
+}
+
+// rewindIfTruncated moves f's offset back to the start when the file is
+// now shorter than what was read: the supervisor rotated the log of a
+// running component in place (process.CapLog).
+func rewindIfTruncated(f *os.File) error {
+	off, err := f.Seek(0, io.SeekCurrent)
+	if err != nil {
+		return err
+	}
+	st, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	if st.Size() < off {
+		_, err = f.Seek(0, io.SeekStart)
+	}
+	return err
 }

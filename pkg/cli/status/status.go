@@ -19,12 +19,15 @@ import (
 
 	"github.com/kubernix/kubernix/pkg/cli/common"
 	"github.com/kubernix/kubernix/pkg/cluster"
+	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/process"
 )
 
 // NewCommand returns `kubernix status`: the supervisor, every component
-// with its PID and state, and, when the apiserver answers, the nodes'
+// with its PID, its state (running, stopped, or as the supervisor recorded
+// it: unhealthy, restarting, crash-looping, failed), its restarts and last
+// failure, and, when the apiserver answers, the nodes'
 // Ready condition and the addons' availability. --timings shows when each
 // component started and became ready in the last up. It exits 1 when
 // something is not running or not healthy.
@@ -52,14 +55,15 @@ func NewCommand(env *common.Env) *cobra.Command {
 func printStatus(ctx context.Context, out io.Writer, cfg config.Config) error {
 	p := cfg.Paths()
 	healthy := true
-	if pid, ok := cluster.Running(p); ok {
+	pid, supervised := cluster.Running(p)
+	if supervised {
 		fmt.Fprintf(out, "cluster %q: supervisor pid %d, state %s\n", cfg.Name, pid, p.State)
 	} else {
 		healthy = false
 		fmt.Fprintf(out, "cluster %q: no supervisor running (state %s)\n", cfg.Name, p.State)
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "COMPONENT\tSCOPE\tPID\tSTATE\tSINCE")
+	fmt.Fprintln(tw, "COMPONENT\tSCOPE\tPID\tSTATE\tRESTARTS\tSINCE\tLAST FAILURE")
 	scopes := append([]string{config.ControlPlaneScope}, cfg.NodeNames()...)
 	for _, scope := range scopes {
 		entries, _ := os.ReadDir(p.Run(scope, ""))
@@ -76,12 +80,20 @@ func printStatus(ctx context.Context, out io.Writer, cfg config.Config) error {
 			if err != nil {
 				continue
 			}
-			state := "running"
-			pid, ok := process.Running(dir)
-			if !ok {
-				state, pid, healthy = "stopped", info.PID, false
+			pid, running := process.Running(dir)
+			if !running {
+				pid = info.PID
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", name, scope, pid, state, info.StartedAt.Local().Format(time.DateTime))
+			rec, err := components.ReadSupervision(dir)
+			if err != nil || !supervised {
+				rec = components.Supervision{} // none, or the last run's
+			}
+			state := componentState(running, rec.State)
+			if state != components.StateRunning {
+				healthy = false
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\n", name, scope, pid, state, rec.Restarts,
+				info.StartedAt.Local().Format(time.DateTime), lastFailure(rec))
 		}
 	}
 	tw.Flush()
@@ -90,6 +102,12 @@ func printStatus(ctx context.Context, out io.Writer, cfg config.Config) error {
 			healthy = false
 			fmt.Fprintf(out, "node %s FAILED: %s", n, b)
 		}
+	}
+	// With no apiserver, its address may not be routed to the cluster
+	// any more (after down): do not dial it through the default route.
+	if _, ok := process.Running(p.Run(config.ControlPlaneScope, "kube-apiserver")); !ok {
+		fmt.Fprintln(out, "apiserver: not running")
+		return &common.ExitError{Code: 1, Err: fmt.Errorf("cluster %q is not healthy", cfg.Name)}
 	}
 	rc, err := clientcmd.BuildConfigFromFlags("", cluster.ClientKubeconfig(p))
 	if err != nil {
@@ -144,6 +162,40 @@ func printStatus(ctx context.Context, out io.Writer, cfg config.Config) error {
 		return &common.ExitError{Code: 1, Err: fmt.Errorf("cluster %q is not healthy", cfg.Name)}
 	}
 	return nil
+}
+
+// componentState is the state status shows for a component whose
+// process runs or not, given the state its supervisor recorded ("" for
+// none): a failure the supervisor is handling (restarting, crash-looping,
+// failed) or a failing liveness check shows as such; otherwise it is
+// running or stopped.
+func componentState(running bool, recorded components.State) components.State {
+	switch recorded {
+	case components.StateRestarting, components.StateCrashLooping, components.StateFailed:
+		return recorded
+	case components.StateUnhealthy:
+		if running {
+			return recorded
+		}
+	}
+	if running {
+		return components.StateRunning
+	}
+	return components.StateStopped
+}
+
+// lastFailure is the first line of the component's last failure and when
+// it happened, or "-".
+func lastFailure(rec components.Supervision) string {
+	if rec.LastFailure == "" {
+		return "-"
+	}
+	first, _, _ := strings.Cut(rec.LastFailure, "\n")
+	const max = 100
+	if len(first) > max {
+		first = first[:max-3] + "..."
+	}
+	return fmt.Sprintf("%s: %s", rec.LastFailureAt.Local().Format(time.TimeOnly), first)
 }
 
 func printTimings(out io.Writer, p config.Paths) error {

@@ -38,8 +38,10 @@ var hostLoopback = netip.MustParseAddr("127.0.0.1")
 // --detach this returns once the cluster is Ready; in the foreground it
 // relays Ctrl-C and SIGTERM to rootlesskit (which forwards them to the
 // supervisor: an orderly down) and waits for it, or runs the interactive
-// shell and then does the same.
-func runRootless(ctx context.Context, env *common.Env, cfg config.Config, f *flags) error {
+// shell and then does the same. The state dir's lock, taken before
+// anything here changes, is handed on to the supervisor as rootlesskit's
+// stdin.
+func runRootless(ctx context.Context, env *common.Env, cfg config.Config, f *flags, lock *cluster.StateLock) error {
 	paths := cfg.Paths()
 	if pid, ok := cluster.Running(paths); ok {
 		return fmt.Errorf("%w: %s (supervisor pid %d); use another --name, or `kubernix down --name %s`", cluster.ErrTaken, cfg.Name, pid, cfg.Name)
@@ -128,6 +130,8 @@ func runRootless(ctx context.Context, env *common.Env, cfg config.Config, f *fla
 	defer logFile.Close()
 	cmd := exec.Command(kit.Rootlesskit, kit.Args()...)
 	cmd.Env = os.Environ()
+	// rootlesskit hands its stdin to the supervisor inside: the lock.
+	cmd.Stdin = lock.File()
 	if f.detach {
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}

@@ -51,9 +51,12 @@ and kube-proxy, then CoreDNS. It returns (with --detach) or reports ready once
 every node is Ready and CoreDNS is Available, and merges the context
 kubernix-<name> into your kubeconfig.
 
-In the foreground, kubernix stays the cluster's supervisor: Ctrl-C or SIGTERM
-brings it down in order. On a terminal it starts --shell with the cluster's
+In the foreground, kubernix stays the cluster's supervisor: Ctrl-C, SIGTERM
+or SIGHUP (the terminal closed) brings it down in order; under nohup SIGHUP
+stays ignored. On a terminal it starts --shell with the cluster's
 environment (see kubernix env) and brings the cluster down when it exits.
+A detached supervisor ignores SIGHUP. One up or down of a cluster runs at
+a time: another fails at once, naming the process that runs it.
 
 Run as an ordinary user, kubernix runs the cluster rootless: it re-executes
 itself under rootlesskit (a user namespace with slirp4netns networking) and
@@ -79,28 +82,42 @@ func run(ctx context.Context, env *common.Env, f *flags) error {
 	if err != nil {
 		return err
 	}
+	if f.notifyFD > 0 || f.rootlessChild {
+		// A supervisor kubernix started has no terminal to lose: a
+		// SIGHUP is stray. The kubernix in the terminal, if any, turns
+		// the terminal's SIGHUP into a SIGTERM to it.
+		signal.Ignore(syscall.SIGHUP)
+	}
+	// One up or down of a cluster at a time, held for the supervisor's
+	// life: a supervisor we start inherits it (cluster.Lock). Taking it
+	// makes the state dir, so as root it is taken once the read-only
+	// checks have passed: bad input leaves nothing behind.
+	stdin, _ := env.Streams.In.(*os.File)
+	lockState := func() (*cluster.StateLock, error) { return cluster.Lock(cfg, cluster.VerbUp, stdin) }
 	if f.rootlessChild {
+		lock, err := lockState()
+		if err != nil {
+			return err
+		}
+		defer lock.Close()
 		return runRootlessChild(ctx, env, cfg, f)
 	}
 	switch doctor.DetectMode() {
 	case doctor.ModeRootless:
-		return runRootless(ctx, env, cfg, f)
+		lock, err := lockState()
+		if err != nil {
+			return err
+		}
+		defer lock.Close()
+		return runRootless(ctx, env, cfg, f, lock)
 	case doctor.ModeRootlessChild:
 		return errors.New("kubernix up runs as root, or as an ordinary user (it then starts rootlesskit itself), not as root of a user namespace")
 	}
 	if pid, ok := cluster.Running(cfg.Paths()); ok {
 		return fmt.Errorf("%w: %s (supervisor pid %d); use another --name, or `kubernix down --name %s`", cluster.ErrTaken, cfg.Name, pid, cfg.Name)
 	}
-	if err := cluster.ClearRootless(cfg.Paths()); err != nil {
-		return err
-	}
-	// What a killed run left (its apiserver holding the port, say) is
-	// this cluster's own: it goes before the host is checked.
-	if stale, _, err := common.Plan(ctx, cfg, false); err != nil {
-		return err
-	} else if err := cluster.RemoveLeftovers(ctx, stale, env.Logger(cfg)); err != nil {
-		return err
-	}
+	// A port held by what a killed run left (its apiserver, say) counts
+	// as free: the cleanup below stops it.
 	port, err := cluster.ChoosePort(cfg)
 	if err != nil {
 		return err
@@ -125,8 +142,21 @@ func run(ctx context.Context, env *common.Env, f *flags) error {
 	if err := cluster.CheckHostNamespaces(ctx, plan); err != nil {
 		return err
 	}
+	lock, err := lockState()
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := cluster.ClearRootless(cfg.Paths()); err != nil {
+		return err
+	}
+	// What a killed run left is this cluster's own, as that run recorded
+	// it; it goes before anything starts.
+	if err := cluster.RemoveLeftovers(ctx, plan, env.Logger(cfg)); err != nil {
+		return err
+	}
 	if f.detach {
-		return detach(ctx, env, cfg, f)
+		return detach(ctx, env, cfg, f, lock)
 	}
 	var notify io.Writer
 	if f.notifyFD > 0 {
@@ -202,9 +232,10 @@ func runShell(ctx context.Context, env *common.Env, cfg config.Config) error {
 	if err := sh.Start(); err != nil {
 		return err
 	}
-	// The shell owns the terminal: a Ctrl-C there is for it, not for us.
+	// The shell owns the terminal: a Ctrl-C there is for it, not for us;
+	// nor, once it exited, for the down that follows (as a second Ctrl-C
+	// in the foreground is not).
 	signal.Ignore(os.Interrupt)
-	defer signal.Reset(os.Interrupt)
 	done := make(chan error, 1)
 	go func() { done <- sh.Wait() }()
 	select {
@@ -219,8 +250,9 @@ func runShell(ctx context.Context, env *common.Env, cfg config.Config) error {
 
 // detach starts `kubernix up` again as a background supervisor in its own
 // session, logging to <state>/supervisor.log, and relays its progress until
-// it reports ready (exit 0) or an error (exit 1, with its message).
-func detach(ctx context.Context, env *common.Env, cfg config.Config, f *flags) error {
+// it reports ready (exit 0) or an error (exit 1, with its message). The
+// supervisor gets the state dir's lock as its stdin, and so holds it.
+func detach(ctx context.Context, env *common.Env, cfg config.Config, f *flags, lock *cluster.StateLock) error {
 	self, err := os.Executable()
 	if err != nil {
 		return err
@@ -248,7 +280,7 @@ func detach(ctx context.Context, env *common.Env, cfg config.Config, f *flags) e
 	}
 	args = append(args, passThroughArgs(os.Args[1:])...)
 	child := exec.Command(self, args...)
-	child.Stdin = nil
+	child.Stdin = lock.File()
 	child.Stdout, child.Stderr = logFile, logFile
 	child.ExtraFiles = []*os.File{w}
 	child.Env = os.Environ()
