@@ -14,12 +14,14 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubernix/kubernix/pkg/cli/common"
 	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/pki"
 	"github.com/kubernix/kubernix/pkg/process"
 )
 
@@ -91,6 +93,7 @@ func printStatus(ctx context.Context, out io.Writer, cfg config.Config) error {
 			fmt.Fprintf(out, "node %s FAILED: %s", n, b)
 		}
 	}
+	warnExpiring(ctx, out, cfg)
 	rc, err := clientcmd.BuildConfigFromFlags("", cluster.ClientKubeconfig(p))
 	if err != nil {
 		return err
@@ -144,6 +147,41 @@ func printStatus(ctx context.Context, out io.Writer, cfg config.Config) error {
 		return &common.ExitError{Code: 1, Err: fmt.Errorf("cluster %q is not healthy", cfg.Name)}
 	}
 	return nil
+}
+
+// warnExpiring prints a warning for each certificate of the cluster that
+// expires within pki.RenewBefore or has expired, and for each it cannot
+// read. It changes nothing and does not make the cluster unhealthy: the
+// cluster works until the date, and the next up renews them.
+func warnExpiring(ctx context.Context, out io.Writer, cfg config.Config) {
+	plan, _, err := common.Plan(ctx, cfg, false)
+	if err != nil {
+		fmt.Fprintf(out, "WARNING: certificates not checked: %v\n", err)
+		return
+	}
+	now := time.Now()
+	exp, err := pki.Expiring(pki.Files(plan.PKISpec()).Certificates(), now, pki.RenewBefore)
+	for _, line := range expiryWarnings(exp, now) {
+		fmt.Fprintln(out, line)
+	}
+	if err != nil {
+		fmt.Fprintf(out, "WARNING: certificates not checked: %v\n", err)
+	}
+}
+
+// expiryWarnings words one line per expiring certificate: which file and
+// identity, when, and what to do.
+func expiryWarnings(exp []pki.Expiry, now time.Time) []string {
+	var out []string
+	for _, e := range exp {
+		when := "expired"
+		if left := e.NotAfter.Sub(now); left > 0 {
+			when = "expires in " + duration.HumanDuration(left)
+		}
+		out = append(out, fmt.Sprintf("WARNING: certificate %s (%s) %s, at %s: `kubernix down` then `kubernix up` renews it",
+			e.Path, e.CommonName, when, e.NotAfter.UTC().Format(time.RFC3339)))
+	}
+	return out
 }
 
 func printTimings(out io.Writer, p config.Paths) error {
