@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -38,6 +39,9 @@ func (c *Cluster) register(r *component.Registry) error {
 		return err
 	}
 	if err := r.Add(component.WithNeeds(controllerAccounts{c}, APIServerReady)); err != nil {
+		return err
+	}
+	if err := r.Add(component.WithNeeds(clusterAdmins{c}, APIServerReady)); err != nil {
 		return err
 	}
 	for _, nd := range c.Plan.Nodes {
@@ -104,16 +108,18 @@ func (c *Cluster) controlPlane() ([]component.Component, error) {
 		Binary: p.Bin("etcd"), Name: p.Cfg.Name, DataDir: p.Paths.EtcdData(),
 		IP: p.APIServerIP, PKI: c.PKI,
 	}
-	etcdTLS, err := components.ClientTLS(c.PKI.CA.Cert, c.PKI.APIServerEtcdClient)
+	etcdTLS, err := components.ClientTLS(c.PKI.EtcdCA.Cert, c.PKI.APIServerEtcdClient)
 	if err != nil {
 		return nil, err
 	}
 	apiSpec := apiserver.Spec{
 		Binary: p.Bin("kube-apiserver"), IP: p.APIServerIP, Port: p.Cfg.APIServerPort,
 		EtcdURL: etcdSpec.ClientURL(), ServiceCIDR: p.Net.Service, ClusterDomain: p.Cfg.ClusterDomain,
-		PKI: c.PKI,
+		PKI: c.PKI, AuditPolicyFile: p.Paths.AuditPolicy(), AuditLogFile: p.Paths.Log(scope, "audit"),
 	}
-	adminTLS, err := components.ClientTLS(c.PKI.CA.Cert, c.PKI.Admin)
+	// The apiserver's probes run before RBAC has its bootstrap policy (the
+	// admin's group has no binding yet): only system:masters passes.
+	superAdminTLS, err := components.ClientTLS(c.PKI.CA.Cert, c.PKI.SuperAdmin)
 	if err != nil {
 		return nil, err
 	}
@@ -124,7 +130,8 @@ func (c *Cluster) controlPlane() ([]component.Component, error) {
 	}
 	schedSpec := scheduler.Spec{
 		Binary: p.Bin("kube-scheduler"), Kubeconfig: p.Paths.Kubeconfig("kube-scheduler"),
-		IP: p.APIServerIP, CAFile: c.PKI.CA.Cert, Serving: c.PKI.SchedulerServing,
+		IP: p.APIServerIP, CAFile: c.PKI.CA.Cert, RequestHeaderCAFile: c.PKI.FrontProxyCA.Cert,
+		Serving: c.PKI.SchedulerServing,
 	}
 	// The controller-manager and scheduler serve with certificates of the
 	// cluster CA; their /healthz needs no client certificate.
@@ -143,12 +150,13 @@ func (c *Cluster) controlPlane() ([]component.Component, error) {
 		component.WithNeeds(&components.Proc{
 			ComponentName: "kube-apiserver", ComponentPhase: component.ControlPlane, Log: c.Log,
 			Command:   c.cmd(scope, "kube-apiserver", apiserver.Command(apiSpec)),
-			Probe:     process.HTTPGet(apiSpec.URL()+"/livez/ping", adminTLS),
+			Prepare:   func(context.Context) error { return writeAuditPolicy(apiSpec.AuditPolicyFile) },
+			Probe:     process.HTTPGet(apiSpec.URL()+"/livez/ping", superAdminTLS),
 			StopGrace: 0, // default; Stop re-sends SIGTERM half-way, which ends a stuck apiserver
 		}, "etcd"),
 		component.WithNeeds(&components.Gate{
 			ComponentName: APIServerReady, ComponentPhase: component.ControlPlane,
-			Probe: process.HTTPGet(apiSpec.URL()+"/readyz", adminTLS),
+			Probe: process.HTTPGet(apiSpec.URL()+"/readyz", superAdminTLS),
 		}, "kube-apiserver"),
 		// The controller-manager starts with the apiserver serving: it
 		// waits for the apiserver's /healthz itself (up to 10 s, then it
@@ -172,6 +180,15 @@ func (c *Cluster) controlPlane() ([]component.Component, error) {
 			Prepare: c.deleteStaleNodes,
 		}, APIServerReady),
 	}, nil
+}
+
+// writeAuditPolicy renders the apiserver's audit policy to path.
+func writeAuditPolicy(path string) error {
+	b, err := apiserver.AuditPolicy()
+	if err != nil {
+		return fmt.Errorf("render audit policy: %w", err)
+	}
+	return writeFile(path, b)
 }
 
 // errNodeFailed marks a node given up on.

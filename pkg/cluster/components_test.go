@@ -1,14 +1,10 @@
 package cluster
 
 import (
-	"io"
-	"log/slog"
 	"slices"
 	"testing"
 
 	"github.com/kubernix/kubernix/pkg/component"
-	"github.com/kubernix/kubernix/pkg/config"
-	"github.com/kubernix/kubernix/pkg/pki"
 )
 
 // TestBootNeeds checks what each component of a 3-node cluster waits for:
@@ -16,13 +12,8 @@ import (
 // serves; what lists and watches under the bootstrap RBAC policy (the
 // scheduler, kube-proxy) or writes to kube-system starts once it is ready.
 func TestBootNeeds(t *testing.T) {
-	plan := testPlan(t, 3)
-	plan.Paths = config.Paths{State: t.TempDir()}
-	bundle, err := pki.Ensure(plan.PKISpec())
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := &Cluster{Plan: plan, PKI: bundle, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	c := testCluster(t, 3)
+	plan := c.Plan
 	r := component.NewRegistry(c.Log)
 	if err := c.register(r); err != nil {
 		t.Fatal(err)
@@ -47,6 +38,7 @@ func TestBootNeeds(t *testing.T) {
 		{"kube-controller-manager", []string{"kube-apiserver"}},
 		{"kube-scheduler", []string{APIServerReady}},
 		{"controller-accounts", []string{APIServerReady}},
+		{"cluster-admins", []string{APIServerReady}},
 		{"containerd@" + node, []string{"sandbox@" + node}},
 		{"kubelet@" + node, []string{"kube-apiserver", "containerd@" + node}},
 		{"kube-proxy@" + node, []string{APIServerReady, "sandbox@" + node}},

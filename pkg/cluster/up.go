@@ -132,10 +132,8 @@ func (c *Cluster) up(ctx context.Context) error {
 	if err := p.Paths.MakeState(); err != nil {
 		return err
 	}
-	for _, d := range []string{p.Paths.State, p.Paths.Images()} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
-			return err
-		}
+	if err := privateDirs(p.Paths.Logs(), p.Paths.Images()); err != nil {
+		return err
 	}
 	if err := process.RecordSelf(p.Paths.Run(SupervisorScope, SupervisorName), SupervisorName, SupervisorScope); err != nil {
 		return fmt.Errorf("record supervisor: %w", err)
@@ -166,7 +164,7 @@ func (c *Cluster) up(ctx context.Context) error {
 	}
 	c.timings.Prepare = time.Since(prep)
 	c.progress("%-15s network, PKI and kubeconfigs  %s\n", "Prepare", round(c.timings.Prepare))
-	c.restConfig, err = clientcmd.BuildConfigFromFlags("", p.Paths.Kubeconfig("admin"))
+	c.restConfig, err = clientcmd.BuildConfigFromFlags("", SuperAdminKubeconfig(p.Paths))
 	if err != nil {
 		return err
 	}
@@ -176,6 +174,9 @@ func (c *Cluster) up(ctx context.Context) error {
 	}
 	// A killed `image load` may have left its store behind.
 	if err := os.RemoveAll(p.Paths.ImageCache()); err != nil {
+		return err
+	}
+	if err := privateDirs(p.Paths.ImageCache()); err != nil {
 		return err
 	}
 	if c.importer, err = containerd.NewImporter(filepath.Join(p.Paths.ImageCache(), "supervisor")); err != nil {
@@ -276,6 +277,7 @@ func (c *Cluster) writeKubeconfigs() error {
 	server := "https://" + netip.AddrPortFrom(p.APIServerIP, uint16(p.Cfg.APIServerPort)).String()
 	ids := map[string]pki.Pair{
 		"admin":                   b.Admin,
+		superAdmin:                b.SuperAdmin,
 		"kube-controller-manager": b.ControllerManager,
 		"kube-scheduler":          b.Scheduler,
 		"kube-proxy":              b.KubeProxy,

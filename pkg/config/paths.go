@@ -48,10 +48,17 @@ func (p Paths) ImageCache() string { return filepath.Join(p.State, "image-cache"
 // registry host, read at every pull.
 func (p Paths) Registries() string { return filepath.Join(p.State, "registries") }
 
+// Logs is the directory of every log file of the cluster, the apiserver's
+// audit log among them; only its owner may read it (mode 0700).
+func (p Paths) Logs() string { return filepath.Join(p.State, "logs") }
+
 // Log is the log file of component in scope (a node name or ControlPlaneScope).
 func (p Paths) Log(scope, component string) string {
-	return filepath.Join(p.State, "logs", scope, component+".log")
+	return filepath.Join(p.Logs(), scope, component+".log")
 }
+
+// AuditPolicy is the apiserver's audit policy, rendered at every start.
+func (p Paths) AuditPolicy() string { return filepath.Join(p.State, "audit-policy.yaml") }
 
 // Run is the directory holding the pidfile and run.json of component in scope.
 func (p Paths) Run(scope, component string) string {

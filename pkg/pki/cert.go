@@ -25,6 +25,7 @@ const clockSkew = 5 * time.Minute
 
 // authority is a loaded CA able to sign leaves.
 type authority struct {
+	cn   string
 	cert *x509.Certificate
 	key  crypto.Signer
 	pool *x509.CertPool
@@ -51,7 +52,7 @@ func ensureCA(w *writer, p Pair, cn string, now time.Time) (*authority, error) {
 	}
 	pool := x509.NewCertPool()
 	pool.AddCert(c)
-	return &authority{cert: c, key: key, pool: pool}, nil
+	return &authority{cn: cn, cert: c, key: key, pool: pool}, nil
 }
 
 // checkCA says why c is not a usable CA named cn at now, or nil.
@@ -134,7 +135,7 @@ func checkLeaf(c *x509.Certificate, ca *authority, id identity, now time.Time) e
 		CurrentTime: now,
 		KeyUsages:   []x509.ExtKeyUsage{x509.ExtKeyUsageAny},
 	}); err != nil {
-		return fmt.Errorf("not signed by the current CA: %w", err)
+		return fmt.Errorf("not signed by the current %s: %w", ca.cn, err)
 	}
 	if err := checkTimes(c, now); err != nil {
 		return err

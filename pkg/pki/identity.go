@@ -5,9 +5,38 @@ import (
 	"net"
 )
 
-// identity is one leaf certificate the cluster needs: who it is, what it
-// may be used for, and which names it must cover.
+// authorityKind says which CA signs a leaf.
+type authorityKind int
+
+const (
+	clusterCA    authorityKind = iota // the cluster CA: apiserver, clients, kubelets
+	etcdCA                            // etcd's own CA: etcd and its one client
+	frontProxyCA                      // the request-header CA of the aggregation layer
+	numAuthorities
+)
+
+// caSpec is one CA the cluster needs.
+type caSpec struct {
+	kind authorityKind
+	pair Pair
+	cn   string
+}
+
+// authorities lists the CAs of the Spec, one per authorityKind, named
+// after the cluster so two clusters' CAs are told apart.
+func (s Spec) authorities() []caSpec {
+	prefix := "kubernix-" + s.ClusterName
+	return []caSpec{
+		{kind: clusterCA, pair: s.pair(fileCA), cn: prefix + " CA"},
+		{kind: etcdCA, pair: s.pair(fileEtcdCA), cn: prefix + " etcd CA"},
+		{kind: frontProxyCA, pair: s.pair(fileFrontProxyCA), cn: prefix + " front-proxy CA"},
+	}
+}
+
+// identity is one leaf certificate the cluster needs: who signs it, who it
+// is, what it may be used for, and which names it must cover.
 type identity struct {
+	ca     authorityKind
 	pair   Pair
 	cn     string
 	orgs   []string
@@ -48,15 +77,11 @@ func (s Spec) identities() []identity {
 			ips:    controlPlaneIPs,
 			dns:    uniqueStrings(append(append([]string{}, apiServerDNSNames...), s.APIServerDNSNames...)),
 		},
-		{
-			pair:   s.pair(fileAPIServerKubeletClient),
-			cn:     "kube-apiserver-kubelet-client",
-			orgs:   []string{"system:masters"},
-			usages: clientAuth,
-		},
-		{pair: s.pair(fileAPIServerEtcdClient), cn: "kube-apiserver-etcd-client", usages: clientAuth},
-		{pair: s.pair(fileEtcdServer), cn: "etcd", usages: bothAuth, ips: etcdIPs, dns: etcdDNS},
-		{pair: s.pair(fileEtcdPeer), cn: "etcd-peer", usages: bothAuth, ips: etcdIPs, dns: etcdDNS},
+		{pair: s.pair(fileAPIServerKubeletClient), cn: APIServerKubeletClientName, usages: clientAuth},
+		{ca: etcdCA, pair: s.pair(fileAPIServerEtcdClient), cn: "kube-apiserver-etcd-client", usages: clientAuth},
+		{ca: etcdCA, pair: s.pair(fileEtcdServer), cn: "etcd", usages: bothAuth, ips: etcdIPs, dns: etcdDNS},
+		{ca: etcdCA, pair: s.pair(fileEtcdPeer), cn: "etcd-peer", usages: bothAuth, ips: etcdIPs, dns: etcdDNS},
+		{ca: frontProxyCA, pair: s.pair(fileFrontProxyClient), cn: FrontProxyClientName, usages: clientAuth},
 		{pair: s.pair(fileControllerManager), cn: "system:kube-controller-manager", usages: clientAuth},
 		{pair: s.pair(fileScheduler), cn: "system:kube-scheduler", usages: clientAuth},
 		{pair: s.pair(fileKubeProxy), cn: "system:kube-proxy", usages: clientAuth},
@@ -64,7 +89,8 @@ func (s Spec) identities() []identity {
 			ips: controlPlaneIPs, dns: []string{"localhost", "kube-controller-manager"}},
 		{pair: s.pair(fileSchedulerServe), cn: "kube-scheduler", usages: serverAuth,
 			ips: controlPlaneIPs, dns: []string{"localhost", "kube-scheduler"}},
-		{pair: s.pair(fileAdmin), cn: "kubernix-admin", orgs: []string{"system:masters"}, usages: clientAuth},
+		{pair: s.pair(fileAdmin), cn: "kubernix-admin", orgs: []string{ClusterAdminsGroup}, usages: clientAuth},
+		{pair: s.pair(fileSuperAdmin), cn: "kubernix-super-admin", orgs: []string{MastersGroup}, usages: clientAuth},
 	}
 	for _, n := range s.Nodes {
 		serving, client := kubeletFiles(n.Name)

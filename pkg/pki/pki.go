@@ -1,8 +1,18 @@
-// Package pki creates and maintains the key material of a kubernix cluster:
-// a cluster CA, one TLS certificate per identity (apiserver, etcd, the
-// control-plane clients, the admin user and every kubelet), the
-// service-account signing key pair and the apiserver's encryption-at-rest
-// configuration. Everything lives as PEM (or YAML) files in one directory.
+// Package pki creates and maintains the key material of a kubernix cluster,
+// split as kubeadm splits it (k8s.io/kubernetes cmd/kubeadm/app/phases/certs):
+// three CAs, each trusted only where it must be,
+//   - the cluster CA: the apiserver's serving certificate, the control-plane
+//     clients, the admin users and every kubelet (and, through the
+//     controller-manager, every approved CSR);
+//   - the etcd CA: etcd's server and peer certificates and the apiserver's
+//     etcd client certificate, nothing else, so no certificate of the
+//     cluster CA opens etcd;
+//   - the front-proxy (request-header) CA: the apiserver's front-proxy
+//     client certificate for the aggregation layer;
+//
+// the service-account signing key pair and the apiserver's
+// encryption-at-rest configuration. Everything lives as PEM (or YAML) files
+// in one directory.
 //
 // Ensure is idempotent: what is on disk and still good is reused, so a
 // restarted cluster keeps its identities, and only what is missing, broken
@@ -27,8 +37,33 @@ const (
 	// CAValidity is the lifetime of a newly created CA: ten years.
 	CAValidity = 10 * 365 * 24 * time.Hour
 	// RenewBefore is the remaining lifetime under which Ensure replaces a
-	// certificate (the CA included) instead of reusing it: 24 hours.
-	RenewBefore = 24 * time.Hour
+	// certificate (a CA included) instead of reusing it, and under which
+	// Expiring reports it: 30 days, so `kubernix status` warns a month
+	// ahead and any up in that month renews.
+	RenewBefore = 30 * 24 * time.Hour
+)
+
+// Names and groups in certificates that other parts of kubernix refer to.
+const (
+	// ClusterAdminsGroup is the organization (group) of the admin
+	// credential the user's kubeconfig holds. It is bound to the
+	// cluster-admin ClusterRole by a ClusterRoleBinding of the same name,
+	// which kubernix creates at boot, so access can be revoked, unlike
+	// system:masters (kubeadm >= 1.29 does the same with
+	// kubeadm:cluster-admins).
+	ClusterAdminsGroup = "kubernix:cluster-admins"
+	// MastersGroup is the group the apiserver authorizes for everything
+	// without asking RBAC (k8s.io/apiserver user.SystemPrivilegedGroup).
+	// Only the super-admin credential, which stays in the state dir, has it.
+	MastersGroup = "system:masters"
+	// FrontProxyClientName is the common name of the front-proxy client
+	// certificate: the one name the apiserver's
+	// --requestheader-allowed-names accepts.
+	FrontProxyClientName = "front-proxy-client"
+	// APIServerKubeletClientName is the user (common name) the apiserver
+	// authenticates as towards kubelets; RBAC binds it to
+	// system:kubelet-api-admin, as kubeadm does.
+	APIServerKubeletClientName = "kube-apiserver-kubelet-client"
 )
 
 // File modes of what Ensure writes.
@@ -90,28 +125,51 @@ type KubeletPair struct {
 }
 
 // Bundle is the on-disk result of Ensure: paths of everything it made sure
-// exists. All certificates but the CA's are signed by CA.
+// exists. Every certificate but the CAs' is signed by CA, except those the
+// field comments say EtcdCA or FrontProxyCA signs.
 type Bundle struct {
 	// CA is the cluster CA (ECDSA P-256, self-signed).
 	CA Pair
+	// EtcdCA is the etcd CA (ECDSA P-256, self-signed): it signs
+	// APIServerEtcdClient, EtcdServer and EtcdPeer, and etcd trusts it
+	// alone.
+	EtcdCA Pair
+	// FrontProxyCA is the request-header CA of the aggregation layer
+	// (ECDSA P-256, self-signed): it signs FrontProxyClient only.
+	FrontProxyCA Pair
 
 	// APIServer is the apiserver serving certificate.
 	APIServer Pair
 	// APIServerKubeletClient is the apiserver's client certificate towards
-	// kubelets (O system:masters).
+	// kubelets (CN APIServerKubeletClientName, no group).
 	APIServerKubeletClient Pair
-	// APIServerEtcdClient is the apiserver's client certificate towards etcd.
+	// APIServerEtcdClient is the apiserver's client certificate towards
+	// etcd, signed by EtcdCA.
 	APIServerEtcdClient Pair
+	// FrontProxyClient is the apiserver's client certificate towards
+	// aggregated apiservers (CN FrontProxyClientName), signed by
+	// FrontProxyCA.
+	FrontProxyClient Pair
 
-	// EtcdServer is etcd's client-facing serving certificate.
+	// EtcdServer is etcd's client-facing serving certificate, signed by
+	// EtcdCA.
 	EtcdServer Pair
-	// EtcdPeer is etcd's peer certificate (server and client auth).
+	// EtcdPeer is etcd's peer certificate (server and client auth), signed
+	// by EtcdCA.
 	EtcdPeer Pair
 
-	// ControllerManager, Scheduler, KubeProxy and Admin are client
-	// certificates for system:kube-controller-manager, system:kube-scheduler,
-	// system:kube-proxy and kubernix-admin (O system:masters).
-	ControllerManager, Scheduler, KubeProxy, Admin Pair
+	// ControllerManager, Scheduler and KubeProxy are client certificates
+	// for system:kube-controller-manager, system:kube-scheduler and
+	// system:kube-proxy.
+	ControllerManager, Scheduler, KubeProxy Pair
+	// Admin is the user's client certificate: kubernix-admin, O
+	// ClusterAdminsGroup (cluster-admin through RBAC).
+	Admin Pair
+	// SuperAdmin is kubernix's own client certificate:
+	// kubernix-super-admin, O MastersGroup. The supervisor uses it to
+	// bootstrap the cluster (before RBAC has any binding) and it is never
+	// handed to the user's kubeconfig.
+	SuperAdmin Pair
 
 	// ControllerManagerServing and SchedulerServing are the serving
 	// certificates of kube-controller-manager's and kube-scheduler's secure
@@ -143,10 +201,14 @@ type Bundle struct {
 // returns their paths.
 //
 // A file set is reused when it parses, its key matches, it is signed by the
-// current CA, its subject, extended key usages and SANs cover what the Spec
-// asks for, and it is valid for more than RenewBefore; otherwise only that
-// certificate and key are issued again. A missing or invalid CA is replaced,
-// which reissues every certificate. The service-account key pair and the
+// current CA of its kind (cluster, etcd or front-proxy), its subject,
+// extended key usages and SANs cover what the Spec asks for, and it is
+// valid for more than RenewBefore; otherwise only that certificate and key
+// are issued again. A state dir of an older kubernix, whose etcd
+// certificates the cluster CA signed and whose admin was system:masters, is
+// migrated that way: its etcd and admin certificates are issued again. A
+// missing or invalid CA is replaced, which reissues every certificate it
+// signs. The service-account key pair and the
 // encryption configuration are not signed by the CA and are kept as long as
 // they are valid, so a new CA does not make existing tokens or encrypted
 // secrets in etcd unreadable.
@@ -173,16 +235,20 @@ func ensure(spec Spec, now time.Time) (*Bundle, error) {
 
 	b := spec.bundle()
 	w := &writer{}
-	ca, err := ensureCA(w, b.CA, caCommonName(spec.ClusterName), now)
-	if err != nil {
-		return nil, err
+	var cas [numAuthorities]*authority
+	for _, ca := range spec.authorities() {
+		a, err := ensureCA(w, ca.pair, ca.cn, now)
+		if err != nil {
+			return nil, err
+		}
+		cas[ca.kind] = a
 	}
 	validity := spec.Validity
 	if validity == 0 {
 		validity = DefaultValidity
 	}
 	for _, id := range spec.identities() {
-		if err := ensureLeaf(w, ca, id, now, validity); err != nil {
+		if err := ensureLeaf(w, cas[id.ca], id, now, validity); err != nil {
 			return nil, err
 		}
 	}
@@ -242,11 +308,12 @@ func checkIPs(what string, ips []net.IP) []error {
 	return errs
 }
 
-func caCommonName(cluster string) string { return "kubernix-" + cluster + " CA" }
-
 // File names, relative to Spec.Dir, without the .crt/.key extension.
 const (
 	fileCA                     = "ca"
+	fileEtcdCA                 = "etcd-ca"
+	fileFrontProxyCA           = "front-proxy-ca"
+	fileFrontProxyClient       = "front-proxy-client"
 	fileAPIServer              = "apiserver"
 	fileAPIServerKubeletClient = "apiserver-kubelet-client"
 	fileAPIServerEtcdClient    = "apiserver-etcd-client"
@@ -258,6 +325,7 @@ const (
 	fileSchedulerServe         = "scheduler-serving"
 	fileKubeProxy              = "kube-proxy"
 	fileAdmin                  = "admin"
+	fileSuperAdmin             = "super-admin"
 	fileServiceAccountKey      = "sa.key"
 	fileServiceAccountPub      = "sa.pub"
 	fileEncryptionConfig       = "encryption-config.yaml"
@@ -280,6 +348,9 @@ func (s Spec) pair(name string) Pair {
 func (s Spec) bundle() *Bundle {
 	b := &Bundle{
 		CA:                       s.pair(fileCA),
+		EtcdCA:                   s.pair(fileEtcdCA),
+		FrontProxyCA:             s.pair(fileFrontProxyCA),
+		FrontProxyClient:         s.pair(fileFrontProxyClient),
 		APIServer:                s.pair(fileAPIServer),
 		APIServerKubeletClient:   s.pair(fileAPIServerKubeletClient),
 		APIServerEtcdClient:      s.pair(fileAPIServerEtcdClient),
@@ -291,6 +362,7 @@ func (s Spec) bundle() *Bundle {
 		SchedulerServing:         s.pair(fileSchedulerServe),
 		KubeProxy:                s.pair(fileKubeProxy),
 		Admin:                    s.pair(fileAdmin),
+		SuperAdmin:               s.pair(fileSuperAdmin),
 		Kubelets:                 make(map[string]KubeletPair, len(s.Nodes)),
 		ServiceAccountKey:        filepath.Join(s.Dir, fileServiceAccountKey),
 		ServiceAccountPub:        filepath.Join(s.Dir, fileServiceAccountPub),

@@ -67,15 +67,51 @@ func ips(ss ...string) []net.IP {
 	return out
 }
 
-// leafWant is what a leaf certificate must hold.
+// leafWant is what a leaf certificate must hold, and which CA (by name:
+// "cluster", "etcd", "front-proxy") must have signed it.
 type leafWant struct {
 	name   string
+	ca     string
 	pair   Pair
 	cn     string
 	orgs   []string
 	usages []x509.ExtKeyUsage
 	ips    []net.IP
 	dns    []string
+}
+
+// checkCAs verifies the three CAs of b and returns a pool per CA name.
+func checkCAs(t *testing.T, spec Spec, b *Bundle) map[string]*x509.CertPool {
+	t.Helper()
+	pools := map[string]*x509.CertPool{}
+	for _, ca := range []struct {
+		name string
+		pair Pair
+		cn   string
+	}{
+		{"cluster", b.CA, "kubernix-" + spec.ClusterName + " CA"},
+		{"etcd", b.EtcdCA, "kubernix-" + spec.ClusterName + " etcd CA"},
+		{"front-proxy", b.FrontProxyCA, "kubernix-" + spec.ClusterName + " front-proxy CA"},
+	} {
+		checkMode(t, ca.pair.Cert, 0o644)
+		checkMode(t, ca.pair.Key, 0o600)
+		c := readCert(t, ca.pair.Cert)
+		if !c.IsCA || c.KeyUsage&x509.KeyUsageCertSign == 0 {
+			t.Errorf("%s CA: IsCA %v, key usage %v", ca.name, c.IsCA, c.KeyUsage)
+		}
+		if c.Subject.CommonName != ca.cn {
+			t.Errorf("%s CA: CN %q, want %q", ca.name, c.Subject.CommonName, ca.cn)
+		}
+		if _, ok := c.PublicKey.(*ecdsa.PublicKey); !ok {
+			t.Errorf("%s CA: key %T, want ECDSA", ca.name, c.PublicKey)
+		}
+		if _, _, err := loadPair(ca.pair); err != nil {
+			t.Errorf("%s CA: %v", ca.name, err)
+		}
+		pools[ca.name] = x509.NewCertPool()
+		pools[ca.name].AddCert(c)
+	}
+	return pools
 }
 
 // checkBundle verifies every file of b against what spec asks for. With
@@ -85,20 +121,7 @@ type leafWant struct {
 func checkBundle(t *testing.T, spec Spec, b *Bundle, fresh bool) {
 	t.Helper()
 	checkMode(t, spec.Dir, 0o700)
-	checkMode(t, b.CA.Cert, 0o644)
-	checkMode(t, b.CA.Key, 0o600)
-	ca := readCert(t, b.CA.Cert)
-	if !ca.IsCA || ca.KeyUsage&x509.KeyUsageCertSign == 0 {
-		t.Errorf("CA: IsCA %v, key usage %v", ca.IsCA, ca.KeyUsage)
-	}
-	if want := "kubernix-" + spec.ClusterName + " CA"; ca.Subject.CommonName != want {
-		t.Errorf("CA: CN %q, want %q", ca.Subject.CommonName, want)
-	}
-	if _, _, err := loadPair(b.CA); err != nil {
-		t.Errorf("CA: %v", err)
-	}
-	roots := x509.NewCertPool()
-	roots.AddCert(ca)
+	pools := checkCAs(t, spec, b)
 
 	server := []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth}
 	client := []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}
@@ -106,22 +129,23 @@ func checkBundle(t *testing.T, spec Spec, b *Bundle, fresh bool) {
 	etcdIPs := append(slices.Clone(spec.EtcdIPs), ips("127.0.0.1")...)
 	controlPlaneIPs := append(slices.Clone(spec.APIServerIPs), ips("127.0.0.1")...)
 	tests := []leafWant{
-		{"apiserver", b.APIServer, "kube-apiserver", nil, server,
+		{"apiserver", "cluster", b.APIServer, "kube-apiserver", nil, server,
 			append(slices.Clone(spec.APIServerIPs), ips("127.0.0.1")...),
 			append([]string{"kubernetes", "kubernetes.default", "kubernetes.default.svc",
 				"kubernetes.default.svc.cluster.local", "localhost"}, spec.APIServerDNSNames...)},
-		{"apiserver-kubelet-client", b.APIServerKubeletClient, "kube-apiserver-kubelet-client",
-			[]string{"system:masters"}, client, nil, nil},
-		{"apiserver-etcd-client", b.APIServerEtcdClient, "kube-apiserver-etcd-client", nil, client, nil, nil},
-		{"etcd-server", b.EtcdServer, "etcd", nil, both, etcdIPs, []string{"localhost"}},
-		{"etcd-peer", b.EtcdPeer, "etcd-peer", nil, both, etcdIPs, []string{"localhost"}},
-		{"controller-manager", b.ControllerManager, "system:kube-controller-manager", nil, client, nil, nil},
-		{"scheduler", b.Scheduler, "system:kube-scheduler", nil, client, nil, nil},
-		{"kube-proxy", b.KubeProxy, "system:kube-proxy", nil, client, nil, nil},
-		{"admin", b.Admin, "kubernix-admin", []string{"system:masters"}, client, nil, nil},
-		{"controller-manager-serving", b.ControllerManagerServing, "kube-controller-manager", nil, server,
+		{"apiserver-kubelet-client", "cluster", b.APIServerKubeletClient, "kube-apiserver-kubelet-client", nil, client, nil, nil},
+		{"apiserver-etcd-client", "etcd", b.APIServerEtcdClient, "kube-apiserver-etcd-client", nil, client, nil, nil},
+		{"front-proxy-client", "front-proxy", b.FrontProxyClient, "front-proxy-client", nil, client, nil, nil},
+		{"etcd-server", "etcd", b.EtcdServer, "etcd", nil, both, etcdIPs, []string{"localhost"}},
+		{"etcd-peer", "etcd", b.EtcdPeer, "etcd-peer", nil, both, etcdIPs, []string{"localhost"}},
+		{"controller-manager", "cluster", b.ControllerManager, "system:kube-controller-manager", nil, client, nil, nil},
+		{"scheduler", "cluster", b.Scheduler, "system:kube-scheduler", nil, client, nil, nil},
+		{"kube-proxy", "cluster", b.KubeProxy, "system:kube-proxy", nil, client, nil, nil},
+		{"admin", "cluster", b.Admin, "kubernix-admin", []string{"kubernix:cluster-admins"}, client, nil, nil},
+		{"super-admin", "cluster", b.SuperAdmin, "kubernix-super-admin", []string{"system:masters"}, client, nil, nil},
+		{"controller-manager-serving", "cluster", b.ControllerManagerServing, "kube-controller-manager", nil, server,
 			controlPlaneIPs, []string{"localhost", "kube-controller-manager"}},
-		{"scheduler-serving", b.SchedulerServing, "kube-scheduler", nil, server,
+		{"scheduler-serving", "cluster", b.SchedulerServing, "kube-scheduler", nil, server,
 			controlPlaneIPs, []string{"localhost", "kube-scheduler"}},
 	}
 	if len(b.Kubelets) != len(spec.Nodes) {
@@ -134,8 +158,8 @@ func checkBundle(t *testing.T, spec Spec, b *Bundle, fresh bool) {
 			continue
 		}
 		tests = append(tests,
-			leafWant{"kubelet-serving-" + n.Name, k.Serving, n.Name, nil, server, n.IPs, []string{n.Name}},
-			leafWant{"kubelet-client-" + n.Name, k.Client, "system:node:" + n.Name, []string{"system:nodes"}, client, nil, nil},
+			leafWant{"kubelet-serving-" + n.Name, "cluster", k.Serving, n.Name, nil, server, n.IPs, []string{n.Name}},
+			leafWant{"kubelet-client-" + n.Name, "cluster", k.Client, "system:node:" + n.Name, []string{"system:nodes"}, client, nil, nil},
 		)
 	}
 	for _, tt := range tests {
@@ -147,8 +171,19 @@ func checkBundle(t *testing.T, spec Spec, b *Bundle, fresh bool) {
 			}
 			c := readCert(t, tt.pair.Cert)
 			for _, u := range tt.usages {
-				if _, err := c.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{u}}); err != nil {
-					t.Errorf("verify for usage %v: %v", u, err)
+				if _, err := c.Verify(x509.VerifyOptions{Roots: pools[tt.ca], KeyUsages: []x509.ExtKeyUsage{u}}); err != nil {
+					t.Errorf("verify with the %s CA for usage %v: %v", tt.ca, u, err)
+				}
+			}
+			// Only its own CA vouches for it: etcd trusts the etcd CA
+			// alone, the apiserver's request-header check the
+			// front-proxy CA alone.
+			for name, pool := range pools {
+				if name == tt.ca {
+					continue
+				}
+				if _, err := c.Verify(x509.VerifyOptions{Roots: pool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err == nil {
+					t.Errorf("verifies with the %s CA too; want only the %s CA", name, tt.ca)
 				}
 			}
 			if !slices.Equal(c.ExtKeyUsage, tt.usages) {
@@ -277,7 +312,9 @@ func TestEnsureCreates(t *testing.T) {
 			if !slices.Equal(gen, files) {
 				t.Errorf("Generated %q, files on disk %q", gen, files)
 			}
-			if want := 2*(12+2*len(spec.Nodes)) + 3; len(files) != want {
+			// 3 CAs and 13 leaves, 2 per node; each a certificate and a
+			// key; and the service-account key pair and encryption config.
+			if want := 2*(16+2*len(spec.Nodes)) + 3; len(files) != want {
 				t.Errorf("%d files, want %d: %q", len(files), want, files)
 			}
 		})
@@ -398,15 +435,28 @@ func pairFiles(names ...string) []string {
 	return out
 }
 
-func allCerts() []string {
-	return pairFiles("ca", "apiserver", "apiserver-kubelet-client", "apiserver-etcd-client",
-		"etcd-server", "etcd-peer", "controller-manager", "scheduler", "kube-proxy", "admin",
+// clusterCerts are the cluster CA's files and those of what it signs.
+func clusterCerts() []string {
+	return pairFiles("ca", "apiserver", "apiserver-kubelet-client",
+		"controller-manager", "scheduler", "kube-proxy", "admin", "super-admin",
 		"controller-manager-serving", "scheduler-serving",
 		"kubelet/node-1/serving", "kubelet/node-1/client")
 }
 
+// etcdCerts are the etcd CA's files and those of what it signs.
+func etcdCerts() []string {
+	return pairFiles("etcd-ca", "apiserver-etcd-client", "etcd-server", "etcd-peer")
+}
+
+// frontProxyCerts are the front-proxy CA's files and those of what it signs.
+func frontProxyCerts() []string { return pairFiles("front-proxy-ca", "front-proxy-client") }
+
+func allCerts() []string { return slices.Concat(clusterCerts(), etcdCerts(), frontProxyCerts()) }
+
 func leafCerts() []string {
-	return slices.DeleteFunc(allCerts(), func(s string) bool { return strings.HasPrefix(s, "ca.") })
+	return slices.DeleteFunc(allCerts(), func(s string) bool {
+		return strings.HasPrefix(s, "ca.") || strings.Contains(s, "-ca.")
+	})
 }
 
 func writeTestFile(t *testing.T, path, data string) {
@@ -465,12 +515,29 @@ func TestEnsureRegenerates(t *testing.T) {
 		{
 			name:   "CA certificate corrupt",
 			tamper: func(t *testing.T, dir string) { writeTestFile(t, filepath.Join(dir, "ca.crt"), "garbage") },
-			want:   allCerts(),
+			want:   clusterCerts(),
 		},
 		{
 			name:   "CA key missing",
 			tamper: func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "ca.key")) },
-			want:   allCerts(),
+			want:   clusterCerts(),
+		},
+		{
+			name:   "etcd CA missing",
+			tamper: func(t *testing.T, dir string) { os.Remove(filepath.Join(dir, "etcd-ca.crt")) },
+			want:   etcdCerts(),
+		},
+		{
+			name:   "front-proxy CA key corrupt",
+			tamper: func(t *testing.T, dir string) { writeTestFile(t, filepath.Join(dir, "front-proxy-ca.key"), "garbage") },
+			want:   frontProxyCerts(),
+		},
+		{
+			name: "etcd leaf signed by the cluster CA",
+			tamper: func(t *testing.T, dir string) {
+				reissue(t, testSpec(dir), fileEtcdServer, clusterCA, nil)
+			},
+			want: pairFiles("etcd-server"),
 		},
 		{
 			name: "CA key from another CA",
@@ -479,7 +546,7 @@ func TestEnsureRegenerates(t *testing.T) {
 				data, _ := os.ReadFile(other.CA.Key)
 				writeTestFile(t, filepath.Join(dir, "ca.key"), string(data))
 			},
-			want: allCerts(),
+			want: clusterCerts(),
 		},
 		{
 			name: "leaf signed by another CA",
@@ -513,17 +580,17 @@ func TestEnsureRegenerates(t *testing.T) {
 			want: pairFiles("scheduler"),
 		},
 		{
-			name:  "leaves expire within a day",
-			later: DefaultValidity - 12*time.Hour,
+			name:  "leaves expire within 30 days",
+			later: DefaultValidity - 29*24*time.Hour,
 			want:  leafCerts(),
 		},
 		{
-			name:  "leaves expire in two days",
-			later: DefaultValidity - 48*time.Hour,
+			name:  "leaves expire in 31 days",
+			later: DefaultValidity - 31*24*time.Hour,
 		},
 		{
-			name:  "CA expires within a day",
-			later: CAValidity - 12*time.Hour,
+			name:  "CAs expire within 30 days",
+			later: CAValidity - 29*24*time.Hour,
 			want:  allCerts(),
 		},
 		{
@@ -688,6 +755,184 @@ func TestEnsureWriteErrors(t *testing.T) {
 			want := strings.ReplaceAll(tt.want, "DIR", dir)
 			if err == nil || !strings.HasPrefix(err.Error(), want) {
 				t.Errorf("error %v, want prefix %q", err, want)
+			}
+		})
+	}
+}
+
+// reissue replaces the certificate and key of the identity stored as file
+// with one signed by the CA of kind and, if orgs is not nil, carrying orgs:
+// what an older kubernix wrote.
+func reissue(t *testing.T, spec Spec, file string, kind authorityKind, orgs []string) {
+	t.Helper()
+	caPair := spec.authorities()[kind].pair
+	caCert, caKey, err := loadPair(caPair)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca := &authority{cn: caCert.Subject.CommonName, cert: caCert, key: caKey}
+	i := slices.IndexFunc(spec.identities(), func(id identity) bool { return id.pair == spec.pair(file) })
+	if i < 0 {
+		t.Fatalf("no identity %s", file)
+	}
+	id := spec.identities()[i]
+	if orgs != nil {
+		id.orgs = orgs
+	}
+	c, key, err := issue(ca, id, time.Now(), DefaultValidity)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := (&writer{}).writePair(id.pair, c, key); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// legacyPKI makes dir look like the PKI of a kubernix before the split:
+// one CA signing everything (etcd's certificates included), the admin and
+// the apiserver's kubelet client in system:masters, and no etcd or
+// front-proxy CA, front-proxy client or super-admin.
+func legacyPKI(t *testing.T, spec Spec) {
+	t.Helper()
+	mustEnsure(t, spec)
+	for _, f := range []string{fileEtcdServer, fileEtcdPeer, fileAPIServerEtcdClient} {
+		reissue(t, spec, f, clusterCA, nil)
+	}
+	for _, f := range []string{fileAdmin, fileAPIServerKubeletClient} {
+		reissue(t, spec, f, clusterCA, []string{"system:masters"})
+	}
+	for _, f := range pairFiles(fileEtcdCA, fileFrontProxyCA, fileFrontProxyClient, fileSuperAdmin) {
+		if err := os.Remove(filepath.Join(spec.Dir, f)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestEnsureMigratesLegacyPKI checks that the first Ensure on an older
+// state dir moves etcd to its own CA and the admin out of system:masters,
+// and keeps everything else, the cluster CA above all (every kubeconfig
+// and kubelet trusts it).
+func TestEnsureMigratesLegacyPKI(t *testing.T) {
+	spec := testSpec(t.TempDir())
+	legacyPKI(t, spec)
+	etcdServer := readCert(t, spec.pair(fileEtcdServer).Cert)
+	clusterPool := x509.NewCertPool()
+	clusterPool.AddCert(readCert(t, spec.pair(fileCA).Cert))
+	if _, err := etcdServer.Verify(x509.VerifyOptions{Roots: clusterPool, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageAny}}); err != nil {
+		t.Fatalf("legacy etcd certificate not signed by the cluster CA: %v", err)
+	}
+	before := snapshot(t, spec.Dir)
+	time.Sleep(20 * time.Millisecond)
+
+	b := mustEnsure(t, spec)
+	want := slices.Sorted(slices.Values(slices.Concat(etcdCerts(), frontProxyCerts(),
+		pairFiles("admin", "super-admin", "apiserver-kubelet-client"))))
+	if got := changedFiles(before, snapshot(t, spec.Dir)); !slices.Equal(got, want) {
+		t.Errorf("migration rewrote:\n got %q\nwant %q", got, want)
+	}
+	checkBundle(t, spec, b, true)
+	if b, err := Ensure(spec); err != nil || len(b.Generated) != 0 {
+		t.Errorf("Ensure after the migration: generated %q, err %v", b.Generated, err)
+	}
+}
+
+// TestRenewalThreshold checks at which remaining lifetime Ensure renews a
+// leaf: 30 days or less.
+func TestRenewalThreshold(t *testing.T) {
+	const day = 24 * time.Hour
+	tests := []struct {
+		remaining time.Duration
+		renewed   bool
+	}{
+		{remaining: 364 * day},
+		{remaining: 31 * day},
+		{remaining: 30*day + time.Minute},
+		{remaining: 30 * day, renewed: true},
+		{remaining: 29 * day, renewed: true},
+		{remaining: 2 * day, renewed: true},
+		{remaining: time.Hour, renewed: true},
+		{remaining: -day, renewed: true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.remaining.String(), func(t *testing.T) {
+			spec := testSpec(t.TempDir())
+			start := time.Now()
+			if _, err := ensure(spec, start); err != nil {
+				t.Fatal(err)
+			}
+			b, err := ensure(spec, start.Add(DefaultValidity-tt.remaining))
+			if err != nil {
+				t.Fatal(err)
+			}
+			renewed := slices.Contains(b.Generated, b.Admin.Cert)
+			if renewed != tt.renewed {
+				t.Errorf("%s before expiry: renewed %v, want %v (generated %q)", tt.remaining, renewed, tt.renewed, b.Generated)
+			}
+			if slices.Contains(b.Generated, b.CA.Cert) {
+				t.Error("the CA was renewed too")
+			}
+		})
+	}
+}
+
+func TestExpiring(t *testing.T) {
+	const day = 24 * time.Hour
+	dir := t.TempDir()
+	spec := testSpec(dir)
+	start := time.Now()
+	b, err := ensure(spec, start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	writeTestFile(t, filepath.Join(dir, "garbage.crt"), "garbage")
+	certs := b.Certificates()
+	if want := 16 + 2*len(spec.Nodes); len(certs) != want {
+		t.Errorf("Certificates lists %d files, want %d: %q", len(certs), want, certs)
+	}
+	leaves := func() []string {
+		var out []string
+		for _, p := range certs {
+			if !strings.HasSuffix(p, "ca.crt") {
+				out = append(out, p)
+			}
+		}
+		return out
+	}()
+	tests := []struct {
+		name    string
+		paths   []string
+		later   time.Duration
+		want    []string // paths reported
+		wantErr string
+	}{
+		{name: "fresh", paths: certs},
+		{name: "31 days left", paths: certs, later: DefaultValidity - 31*day},
+		{name: "30 days left", paths: certs, later: DefaultValidity - 30*day, want: leaves},
+		{name: "expired", paths: certs, later: DefaultValidity + day, want: leaves},
+		{name: "CAs within 30 days", paths: certs, later: CAValidity - 29*day, want: certs},
+		{name: "missing file skipped", paths: []string{filepath.Join(dir, "nope.crt"), b.Admin.Cert},
+			later: DefaultValidity, want: []string{b.Admin.Cert}},
+		{name: "garbage reported, others checked", paths: []string{filepath.Join(dir, "garbage.crt"), b.Admin.Cert},
+			later: DefaultValidity, want: []string{b.Admin.Cert}, wantErr: "pki: parse " + filepath.Join(dir, "garbage.crt")},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Expiring(tt.paths, start.Add(tt.later), RenewBefore)
+			if tt.wantErr == "" && err != nil {
+				t.Errorf("error %v", err)
+			}
+			if tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
+				t.Errorf("error %v, want %q", err, tt.wantErr)
+			}
+			var paths []string
+			for _, e := range got {
+				paths = append(paths, e.Path)
+				if e.CommonName != readCert(t, e.Path).Subject.CommonName || !e.NotAfter.Equal(readCert(t, e.Path).NotAfter) {
+					t.Errorf("%s: %+v does not match the file", e.Path, e)
+				}
+			}
+			if !slices.Equal(paths, tt.want) {
+				t.Errorf("reported\n %q\nwant\n %q", paths, tt.want)
 			}
 		})
 	}

@@ -170,10 +170,8 @@ func Start(ctx context.Context, cmd Command, log *slog.Logger) (*Process, error)
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", cmd.Name, err)
 	}
-	for _, dir := range []string{cmd.RunDir, filepath.Dir(cmd.LogFile)} {
-		if err := os.MkdirAll(dir, 0o755); err != nil {
-			return nil, fmt.Errorf("start %s: %w", cmd.Name, err)
-		}
+	if err := os.MkdirAll(cmd.RunDir, 0o755); err != nil {
+		return nil, fmt.Errorf("start %s: %w", cmd.Name, err)
 	}
 	if err := claimRunDir(cmd.RunDir, log); err != nil {
 		return nil, fmt.Errorf("start %s: %w", cmd.Name, err)
@@ -184,9 +182,9 @@ func Start(ctx context.Context, cmd Command, log *slog.Logger) (*Process, error)
 	} else if rotated {
 		log.Debug("rotated the log", "log", cmd.LogFile)
 	}
-	logf, err := os.OpenFile(cmd.LogFile, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	logf, err := OpenLog(cmd.LogFile)
 	if err != nil {
-		return nil, fmt.Errorf("start %s: open log: %w", cmd.Name, err)
+		return nil, fmt.Errorf("start %s: %w", cmd.Name, err)
 	}
 	defer logf.Close() // the child has its own copy once started
 	now := time.Now()
@@ -230,6 +228,25 @@ func Start(ctx context.Context, cmd Command, log *slog.Logger) (*Process, error)
 	log.Debug("started", "pid", pid, "argv", argv)
 	go p.reap(c, logf.Name())
 	return p, nil
+}
+
+// OpenLog opens the log file at path for appending, creating it and its
+// directory if missing. Logs are their owner's alone: the directory is
+// made with mode 0700 and the file gets mode 0600, also when an older
+// kubernix created it readable by everyone. Errors name the file.
+func OpenLog(path string) (*os.File, error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("open log: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open log: %w", err)
+	}
+	if err := f.Chmod(0o600); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("open log: chmod %s: %w", path, err)
+	}
+	return f, nil
 }
 
 // reap waits for the child, notes its end in the log, and closes done.

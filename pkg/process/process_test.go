@@ -448,3 +448,55 @@ func TestWrapper(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenLog checks that a log is its owner's alone, new or left by an
+// older kubernix readable by everyone, and that opening appends.
+func TestOpenLog(t *testing.T) {
+	tests := []struct {
+		name    string
+		existed string // content of a log already there, mode 0644; "" for none
+	}{
+		{name: "new"},
+		{name: "left readable by an older kubernix", existed: "old line\n"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "logs", "scope", "c.log")
+			if tt.existed != "" {
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(tt.existed), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			f, err := OpenLog(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteString("new line\n"); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			fi, err := os.Stat(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if fi.Mode().Perm() != 0o600 {
+				t.Errorf("log mode %v, want 0600", fi.Mode().Perm())
+			}
+			if tt.existed == "" {
+				di, err := os.Stat(filepath.Dir(path))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if di.Mode().Perm() != 0o700 {
+					t.Errorf("new log dir mode %v, want 0700", di.Mode().Perm())
+				}
+			}
+			if b, _ := os.ReadFile(path); string(b) != tt.existed+"new line\n" {
+				t.Errorf("log holds %q", b)
+			}
+		})
+	}
+}

@@ -87,7 +87,7 @@ func runLoad(ctx context.Context, env *common.Env, f *loadFlags, nodeSelected bo
 	}
 	// The importer's store is on the nodes' filesystem, so that they
 	// hard-link its blobs.
-	if err := os.MkdirAll(cfg.Paths().ImageCache(), 0o755); err != nil {
+	if err := os.MkdirAll(cfg.Paths().ImageCache(), 0o700); err != nil {
 		return err
 	}
 	dir, err := os.MkdirTemp(cfg.Paths().ImageCache(), "load-")

@@ -14,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/pki"
 	"github.com/kubernix/kubernix/pkg/process"
 )
 
@@ -103,6 +105,7 @@ func printStatus(ctx context.Context, out io.Writer, cfg config.Config) error {
 			fmt.Fprintf(out, "node %s FAILED: %s", n, b)
 		}
 	}
+	warnExpiring(ctx, out, cfg)
 	// With no apiserver, its address may not be routed to the cluster
 	// any more (after down): do not dial it through the default route.
 	if _, ok := process.Running(p.Run(config.ControlPlaneScope, "kube-apiserver")); !ok {
@@ -196,6 +199,41 @@ func lastFailure(rec components.Supervision) string {
 		first = first[:max-3] + "..."
 	}
 	return fmt.Sprintf("%s: %s", rec.LastFailureAt.Local().Format(time.TimeOnly), first)
+}
+
+// warnExpiring prints a warning for each certificate of the cluster that
+// expires within pki.RenewBefore or has expired, and for each it cannot
+// read. It changes nothing and does not make the cluster unhealthy: the
+// cluster works until the date, and the next up renews them.
+func warnExpiring(ctx context.Context, out io.Writer, cfg config.Config) {
+	plan, _, err := common.Plan(ctx, cfg, false)
+	if err != nil {
+		fmt.Fprintf(out, "WARNING: certificates not checked: %v\n", err)
+		return
+	}
+	now := time.Now()
+	exp, err := pki.Expiring(pki.Files(plan.PKISpec()).Certificates(), now, pki.RenewBefore)
+	for _, line := range expiryWarnings(exp, now) {
+		fmt.Fprintln(out, line)
+	}
+	if err != nil {
+		fmt.Fprintf(out, "WARNING: certificates not checked: %v\n", err)
+	}
+}
+
+// expiryWarnings words one line per expiring certificate: which file and
+// identity, when, and what to do.
+func expiryWarnings(exp []pki.Expiry, now time.Time) []string {
+	var out []string
+	for _, e := range exp {
+		when := "expired"
+		if left := e.NotAfter.Sub(now); left > 0 {
+			when = "expires in " + duration.HumanDuration(left)
+		}
+		out = append(out, fmt.Sprintf("WARNING: certificate %s (%s) %s, at %s: `kubernix down` then `kubernix up` renews it",
+			e.Path, e.CommonName, when, e.NotAfter.UTC().Format(time.RFC3339)))
+	}
+	return out
 }
 
 func printTimings(out io.Writer, p config.Paths) error {

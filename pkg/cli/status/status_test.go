@@ -1,11 +1,16 @@
 package status
 
 import (
+	"bytes"
+	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/kubernix/kubernix/pkg/components"
+	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/pki"
 )
 
 func TestComponentState(t *testing.T) {
@@ -61,5 +66,79 @@ func TestLastFailure(t *testing.T) {
 				t.Errorf("lastFailure = %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+func TestExpiryWarnings(t *testing.T) {
+	now := time.Date(2027, 1, 1, 12, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		exp  []pki.Expiry
+		want []string
+	}{
+		{name: "none"},
+		{
+			name: "in 29 days",
+			exp:  []pki.Expiry{{Path: "/s/pki/admin.crt", CommonName: "kubernix-admin", NotAfter: now.Add(29 * 24 * time.Hour)}},
+			want: []string{"WARNING: certificate /s/pki/admin.crt (kubernix-admin) expires in 29d, at 2027-01-30T12:00:00Z: `kubernix down` then `kubernix up` renews it"},
+		},
+		{
+			name: "in hours, and expired",
+			exp: []pki.Expiry{
+				{Path: "/s/pki/ca.crt", CommonName: "kubernix-x CA", NotAfter: now.Add(5 * time.Hour)},
+				{Path: "/s/pki/etcd-server.crt", CommonName: "etcd", NotAfter: now.Add(-time.Hour)},
+			},
+			want: []string{
+				"WARNING: certificate /s/pki/ca.crt (kubernix-x CA) expires in 5h, at 2027-01-01T17:00:00Z: `kubernix down` then `kubernix up` renews it",
+				"WARNING: certificate /s/pki/etcd-server.crt (etcd) expired, at 2027-01-01T11:00:00Z: `kubernix down` then `kubernix up` renews it",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := expiryWarnings(tt.exp, now); !slices.Equal(got, tt.want) {
+				t.Errorf("got\n %q\nwant\n %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestWarnExpiring checks the warning against a real PKI: nothing for a
+// fresh one, one line naming the file for a certificate with 10 days left.
+func TestWarnExpiring(t *testing.T) {
+	cfg := config.Default()
+	cfg.Name = "warn"
+	cfg.Resolve()
+	cfg.StateDir = t.TempDir()
+	spec := pki.Spec{Dir: cfg.Paths().PKI(), ClusterName: cfg.Name, Validity: 10 * 24 * time.Hour}
+	b, err := pki.Ensure(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	warnExpiring(context.Background(), &out, cfg)
+	got := out.String()
+	for _, want := range []string{
+		"WARNING: certificate " + b.Admin.Cert + " (kubernix-admin) expires in 9d",
+		"WARNING: certificate " + b.EtcdServer.Cert + " (etcd) expires in 9d",
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("output lacks %q:\n%s", want, got)
+		}
+	}
+	if strings.Contains(got, b.CA.Cert) {
+		t.Errorf("the CA (10 years) is reported:\n%s", got)
+	}
+
+	// What up does: leaves within pki.RenewBefore of expiry are issued
+	// again, for a year.
+	spec.Validity = 0
+	if _, err := pki.Ensure(spec); err != nil {
+		t.Fatal(err)
+	}
+	out.Reset()
+	warnExpiring(context.Background(), &out, cfg)
+	if out.Len() != 0 {
+		t.Errorf("after renewal: %s", out.String())
 	}
 }

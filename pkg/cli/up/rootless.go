@@ -120,10 +120,7 @@ func runRootless(ctx context.Context, env *common.Env, cfg config.Config, f *fla
 	}
 
 	logPath := paths.Log(cluster.SupervisorScope, "supervisor")
-	if err := os.MkdirAll(filepath.Dir(logPath), 0o755); err != nil {
-		return err
-	}
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logFile, err := process.OpenLog(logPath)
 	if err != nil {
 		return err
 	}

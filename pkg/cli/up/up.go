@@ -261,10 +261,7 @@ func detach(ctx context.Context, env *common.Env, cfg config.Config, f *flags, l
 	if err := cfg.Paths().MakeState(); err != nil {
 		return err
 	}
-	if err := os.MkdirAll(dirOf(logPath), 0o755); err != nil {
-		return err
-	}
-	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	logFile, err := process.OpenLog(logPath)
 	if err != nil {
 		return err
 	}
@@ -341,11 +338,4 @@ func passThroughArgs(args []string) []string {
 		out = append(out, a)
 	}
 	return out
-}
-
-func dirOf(p string) string {
-	if i := strings.LastIndex(p, "/"); i > 0 {
-		return p[:i]
-	}
-	return "."
 }

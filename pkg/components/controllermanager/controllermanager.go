@@ -48,7 +48,7 @@ func Command(s Spec) process.Command {
 			"--tls-cert-file=" + s.PKI.ControllerManagerServing.Cert,
 			"--tls-private-key-file=" + s.PKI.ControllerManagerServing.Key,
 			"--client-ca-file=" + s.PKI.CA.Cert,
-			"--requestheader-client-ca-file=" + s.PKI.CA.Cert,
+			"--requestheader-client-ca-file=" + s.PKI.FrontProxyCA.Cert,
 			"--allocate-node-cidrs=true",
 			"--cluster-cidr=" + s.ClusterCIDR.String(),
 			"--node-cidr-mask-size=" + strconv.Itoa(s.NodeMaskSize),

@@ -1,5 +1,9 @@
 // Package etcd builds the command line of the cluster's etcd: a single
 // member serving clients and peers over TLS on the cluster bridge address.
+// Clients and peers must present a certificate of the etcd CA
+// (pki.Bundle.EtcdCA), which signs nothing but etcd's own certificates and
+// the apiserver's etcd client: no certificate of the cluster CA (a
+// kubelet's, kube-proxy's, the admin's, an approved CSR's) opens etcd.
 package etcd
 
 import (
@@ -56,11 +60,11 @@ func Command(s Spec) process.Command {
 			"--initial-cluster-token=" + s.Name,
 			"--cert-file=" + s.PKI.EtcdServer.Cert,
 			"--key-file=" + s.PKI.EtcdServer.Key,
-			"--trusted-ca-file=" + s.PKI.CA.Cert,
+			"--trusted-ca-file=" + s.PKI.EtcdCA.Cert,
 			"--client-cert-auth=true",
 			"--peer-cert-file=" + s.PKI.EtcdPeer.Cert,
 			"--peer-key-file=" + s.PKI.EtcdPeer.Key,
-			"--peer-trusted-ca-file=" + s.PKI.CA.Cert,
+			"--peer-trusted-ca-file=" + s.PKI.EtcdCA.Cert,
 			"--peer-client-cert-auth=true",
 			"--snapshot-count=10000",
 			"--log-level=warn",

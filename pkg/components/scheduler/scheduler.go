@@ -18,6 +18,9 @@ type Spec struct {
 	Kubeconfig string
 	IP         netip.Addr // bind address of the secure port
 	CAFile     string
+	// RequestHeaderCAFile is the front-proxy CA: the only CA whose
+	// certificates may assert a user in request headers.
+	RequestHeaderCAFile string
 	// Serving is the secure port's certificate and key.
 	Serving                pki.Pair
 	LogFile, RunDir, Scope string
@@ -39,7 +42,7 @@ func Command(s Spec) process.Command {
 			"--authentication-kubeconfig=" + s.Kubeconfig,
 			"--authorization-kubeconfig=" + s.Kubeconfig,
 			"--client-ca-file=" + s.CAFile,
-			"--requestheader-client-ca-file=" + s.CAFile,
+			"--requestheader-client-ca-file=" + s.RequestHeaderCAFile,
 			"--bind-address=" + s.IP.String(),
 			"--secure-port=" + strconv.Itoa(SecurePort),
 			"--tls-cert-file=" + s.Serving.Cert,

@@ -1,0 +1,73 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+
+	"golang.org/x/sync/errgroup"
+	rbacv1 "k8s.io/api/rbac/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
+	"k8s.io/client-go/util/retry"
+
+	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/pki"
+)
+
+// ClusterAdminsBinding names the ClusterRoleBinding that gives the admin
+// credential's group (pki.ClusterAdminsGroup) the cluster-admin role, as
+// kubeadm's kubeadm:cluster-admins does (k8s.io/kubernetes
+// cmd/kubeadm/app/phases/kubeconfig: EnsureAdminClusterRoleBinding).
+const ClusterAdminsBinding = pki.ClusterAdminsGroup
+
+// KubeletAPIAdminBinding names the ClusterRoleBinding that lets the
+// apiserver's kubelet client (pki.APIServerKubeletClientName, no longer in
+// system:masters) use the kubelet API for logs, exec and port-forward, as
+// kubeadm's kubeadm:kubelet-api-admin does.
+const KubeletAPIAdminBinding = "kubernix:kubelet-api-admin"
+
+// clusterAdmins is a component that applies, as the super-admin, the
+// ClusterRoleBindings the cluster's own credentials rely on:
+// ClusterAdminsBinding and KubeletAPIAdminBinding. It is ready once both
+// exist, so the admin context merged into the user's kubeconfig works as
+// soon as up returns. Server-side apply with force makes a binding whose
+// subjects were edited right again at every up.
+type clusterAdmins struct{ c *Cluster }
+
+func (a clusterAdmins) Name() string           { return "cluster-admins" }
+func (a clusterAdmins) Phase() component.Phase { return component.Controller }
+
+func (a clusterAdmins) Start(ctx context.Context) (component.Stoppable, error) {
+	var g errgroup.Group
+	for _, crb := range adminBindings() {
+		g.Go(func() error {
+			err := retry.OnError(retry.DefaultBackoff, isTransient, func() error {
+				_, err := a.c.client.RbacV1().ClusterRoleBindings().Apply(ctx, crb,
+					metav1.ApplyOptions{FieldManager: "kubernix", Force: true})
+				return err
+			})
+			if err != nil {
+				return fmt.Errorf("ClusterRoleBinding %s: %w", *crb.Name, err)
+			}
+			return nil
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	return component.StopFunc(func(context.Context) error { return nil }), nil
+}
+
+// adminBindings are the ClusterRoleBindings clusterAdmins applies.
+func adminBindings() []*rbacv1ac.ClusterRoleBindingApplyConfiguration {
+	bind := func(name, role, kind, subject string) *rbacv1ac.ClusterRoleBindingApplyConfiguration {
+		return rbacv1ac.ClusterRoleBinding(name).
+			WithLabels(map[string]string{"app.kubernetes.io/managed-by": "kubernix"}).
+			WithRoleRef(rbacv1ac.RoleRef().WithAPIGroup(rbacv1.GroupName).WithKind("ClusterRole").WithName(role)).
+			WithSubjects(rbacv1ac.Subject().WithAPIGroup(rbacv1.GroupName).WithKind(kind).WithName(subject))
+	}
+	return []*rbacv1ac.ClusterRoleBindingApplyConfiguration{
+		bind(ClusterAdminsBinding, "cluster-admin", rbacv1.GroupKind, pki.ClusterAdminsGroup),
+		bind(KubeletAPIAdminBinding, "system:kubelet-api-admin", rbacv1.UserKind, pki.APIServerKubeletClientName),
+	}
+}
