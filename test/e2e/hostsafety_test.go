@@ -25,9 +25,10 @@ var foreignSysctls = map[string]string{"kernel.panic": "0", "kernel.panic_on_oop
 // TestHostSafety proves that clusters take only what they made and open
 // nothing to the outside (issue 11, items 1 and 2). Around two single-node
 // clusters, A and B, side by side, it plants what belongs to others: a
-// tmpfs at A's state dir (the user's disk), a directory bind-mounted at
-// A's images folder, an iptables chain KUBE-TEST, an nftables table "ip
-// kube-proxy" (another kube-proxy's), and the host's own sysctl values.
+// tmpfs at A's state dir (the user's disk) and one beside it, a directory
+// bind-mounted at A's images folder, an iptables chain KUBE-TEST, an
+// nftables table "ip kube-proxy" (another kube-proxy's), and the host's
+// own sysctl values.
 // Then: A serves a Service from the host while B goes up and down (and B
 // while A goes down); a cluster with --executor process is refused beside
 // the foreign kube-proxy table; a neighbour network namespace that routes
@@ -116,6 +117,9 @@ func TestHostSafety(t *testing.T) {
 		if _, err := os.Stat(filepath.Join(imagesMount, "user-file")); err != nil {
 			t.Errorf("the mount at the images folder was removed: %v", err)
 		}
+		if sibling := a.stateDir + "-sibling"; !isMountPoint(sibling) {
+			t.Errorf("the tmpfs beside the state dir, at %s, was unmounted", sibling)
+		}
 		if out, err := exec.Command("iptables", "-S", "KUBE-TEST").CombinedOutput(); err != nil {
 			t.Errorf("the foreign chain KUBE-TEST is gone: %v: %s", err, out)
 		}
@@ -161,8 +165,8 @@ func TestCleanupFollowsRecord(t *testing.T) {
 }
 
 // plantForeign makes what other software owns, and removes it at the end:
-// a tmpfs at e's state dir, a chain KUBE-TEST in the filter table, and a
-// table ip kube-proxy with a chain.
+// a tmpfs at e's state dir and one beside it (same parent), a chain
+// KUBE-TEST in the filter table, and a table ip kube-proxy with a chain.
 func plantForeign(t *testing.T, e *env) {
 	t.Helper()
 	if err := unix.Mount("tmpfs", e.stateDir, "tmpfs", 0, "mode=0755"); err != nil {
@@ -170,6 +174,16 @@ func plantForeign(t *testing.T, e *env) {
 	}
 	t.Cleanup(func() { _ = unix.Unmount(e.stateDir, unix.MNT_DETACH) })
 	e.foreign(e.stateDir)
+	// A file system beside the state dir, under the same parent.
+	sibling := e.stateDir + "-sibling"
+	if err := os.Mkdir(sibling, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := unix.Mount("tmpfs", sibling, "tmpfs", 0, "mode=0755"); err != nil {
+		t.Fatalf("mount tmpfs at %s: %v", sibling, err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(sibling, unix.MNT_DETACH); _ = os.Remove(sibling) })
+	e.foreign(sibling) // its path starts with the state dir's
 	run(t, "iptables", "-N", "KUBE-TEST")
 	t.Cleanup(func() { _ = exec.Command("iptables", "-X", "KUBE-TEST").Run() })
 	run(t, "nft", "add table ip kube-proxy; add chain ip kube-proxy services")
