@@ -117,7 +117,7 @@ func run(ctx context.Context, env *common.Env, f *flags) error {
 		return fmt.Errorf("%w: %s (supervisor pid %d); use another --name, or `kubernix down --name %s`", cluster.ErrTaken, cfg.Name, pid, cfg.Name)
 	}
 	// A port held by what a killed run left (its apiserver, say) counts
-	// as free: the cleanup below stops it.
+	// as free: Up removes those leftovers before it starts anything.
 	port, err := cluster.ChoosePort(cfg)
 	if err != nil {
 		return err
@@ -148,11 +148,6 @@ func run(ctx context.Context, env *common.Env, f *flags) error {
 	}
 	defer lock.Close()
 	if err := cluster.ClearRootless(cfg.Paths()); err != nil {
-		return err
-	}
-	// What a killed run left is this cluster's own, as that run recorded
-	// it; it goes before anything starts.
-	if err := cluster.RemoveLeftovers(ctx, plan, env.Logger(cfg)); err != nil {
 		return err
 	}
 	if f.detach {
