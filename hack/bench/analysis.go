@@ -69,65 +69,86 @@ type CriticalPath struct {
 // failed count like the others, and needs naming no component are ignored.
 func CriticalPathOf(t Timings) CriticalPath {
 	cp := CriticalPath{PrepareSeconds: t.Prepare.Seconds(), TotalSeconds: t.Prepare.Seconds()}
-	rank := phaseRank()
-	byName := map[string]component.Timing{}
-	for _, c := range t.Components {
-		byName[c.Name] = c
-	}
-	needs := func(c component.Timing) []string {
-		if c.Needs != nil {
-			return c.Needs
-		}
-		var out []string
-		for _, d := range t.Components {
-			if rank(d.Phase) < rank(c.Phase) {
-				out = append(out, d.Name)
-			}
-		}
-		return out
-	}
-	// finish[name]: the longest chain ending with name; prev: its previous
-	// link. Needs form no cycle (the registry refuses one), but a
-	// hand-made file might: a name being visited counts as no chain.
-	finish := map[string]float64{}
-	prev := map[string]string{}
-	visiting := map[string]bool{}
-	var visit func(name string) float64
-	visit = func(name string) float64 {
-		if f, ok := finish[name]; ok {
-			return f
-		}
-		c, ok := byName[name]
-		if !ok || visiting[name] {
-			return 0
-		}
-		visiting[name] = true
-		best := 0.0
-		for _, n := range needs(c) {
-			if _, ok := byName[n]; !ok {
-				continue
-			}
-			if f := visit(n); prev[name] == "" || f > best {
-				best, prev[name] = f, n
-			}
-		}
-		visiting[name] = false
-		finish[name] = best + c.Elapsed.Seconds()
-		return finish[name]
-	}
+	ch := newChains(t)
 	last, longest := "", -1.0
 	for _, c := range t.Components {
-		if f := visit(c.Name); f > longest {
+		if f := ch.visit(c.Name); f > longest {
 			last, longest = c.Name, f
 		}
 	}
-	for name := last; name != ""; name = prev[name] {
-		c := byName[name]
+	for name := last; name != ""; name = ch.prev[name] {
+		c := ch.byName[name]
 		cp.Steps = append(cp.Steps, PhaseStep{Phase: c.Phase, Component: c.Name, Seconds: c.Elapsed.Seconds(), PhaseWallSeconds: t.Phases[c.Phase].Seconds()})
 		cp.TotalSeconds += c.Elapsed.Seconds()
 	}
 	slices.Reverse(cp.Steps)
 	return cp
+}
+
+// chains finds, for each component of a boot, the longest chain of
+// components each needing the one before that ends with it.
+type chains struct {
+	t      Timings
+	rank   func(phase string) int
+	byName map[string]component.Timing
+	// finish[name]: the seconds of the longest chain ending with name;
+	// prev[name]: its previous link ("" for none). Needs form no cycle
+	// (the registry refuses one), but a hand-made file might: a name being
+	// visited counts as no chain.
+	finish   map[string]float64
+	prev     map[string]string
+	visiting map[string]bool
+}
+
+func newChains(t Timings) *chains {
+	ch := &chains{
+		t: t, rank: phaseRank(), byName: map[string]component.Timing{},
+		finish: map[string]float64{}, prev: map[string]string{}, visiting: map[string]bool{},
+	}
+	for _, c := range t.Components {
+		ch.byName[c.Name] = c
+	}
+	return ch
+}
+
+// needs returns the components c needs: as recorded, or without a record
+// every component of the earlier phases.
+func (ch *chains) needs(c component.Timing) []string {
+	if c.Needs != nil {
+		return c.Needs
+	}
+	var out []string
+	for _, d := range ch.t.Components {
+		if ch.rank(d.Phase) < ch.rank(c.Phase) {
+			out = append(out, d.Name)
+		}
+	}
+	return out
+}
+
+// visit returns the seconds of the longest chain ending with name (0 for a
+// name no component has), recording its links in prev.
+func (ch *chains) visit(name string) float64 {
+	if f, ok := ch.finish[name]; ok {
+		return f
+	}
+	c, ok := ch.byName[name]
+	if !ok || ch.visiting[name] {
+		return 0
+	}
+	ch.visiting[name] = true
+	best := 0.0
+	for _, n := range ch.needs(c) {
+		if _, ok := ch.byName[n]; !ok {
+			continue
+		}
+		if f := ch.visit(n); ch.prev[name] == "" || f > best {
+			best, ch.prev[name] = f, n
+		}
+	}
+	ch.visiting[name] = false
+	ch.finish[name] = best + c.Elapsed.Seconds()
+	return ch.finish[name]
 }
 
 // phaseOrder returns the keys of m in boot order, unknown ones last.

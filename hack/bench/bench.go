@@ -35,11 +35,7 @@ func (b *bench) run(ctx context.Context) (err error) {
 		return fmt.Errorf("cluster %q is running in %s (supervisor pid %d): stop it with `%s down --name %s --state-dir %s`",
 			o.name, o.stateDir, pid, filepath.Join(o.binDir, "kubernix"), o.name, o.stateDir)
 	}
-	b.report = Report{Started: time.Now(), Settings: Settings{
-		Nodes: o.nodes, Runs: o.runs, ColdRuns: o.cold, Name: o.name, StateDir: o.stateDir, CIDR: o.cidr,
-		RSSDelaySeconds: o.rssDelay.Seconds(), TimeoutSeconds: o.timeout.Seconds(),
-		SkipImport: o.skipImport, ImportNodes: o.importNodes,
-	}}
+	b.report = Report{Started: time.Now(), Settings: o.settings()}
 	if err := os.MkdirAll(o.out, 0o755); err != nil {
 		return err
 	}
@@ -65,20 +61,23 @@ func (b *bench) run(ctx context.Context) (err error) {
 	b.describe(ctx)
 	b.prepareImport(ctx, tmp)
 
-	defer func() {
-		b.report.Finished = time.Now()
-		b.report.Summarize()
-		md, werr := b.report.WriteFiles(o.out)
-		if werr != nil {
-			err = errors.Join(err, fmt.Errorf("write report: %w", werr))
-			return
-		}
-		_ = b.report.Markdown(b.stdout)
-		fmt.Fprintf(b.stdout, "\nbench: report in %s (and latest.md/.json beside it)\n", md)
-		if err == nil && len(b.report.Failures) > 0 {
-			err = fmt.Errorf("%d failure(s), see the report", len(b.report.Failures))
-		}
-	}()
+	defer func() { err = b.finish(err) }()
+	return b.runAll(ctx)
+}
+
+// settings are the options as recorded in the report.
+func (o options) settings() Settings {
+	return Settings{
+		Nodes: o.nodes, Runs: o.runs, ColdRuns: o.cold, Name: o.name, StateDir: o.stateDir, CIDR: o.cidr,
+		RSSDelaySeconds: o.rssDelay.Seconds(), TimeoutSeconds: o.timeout.Seconds(),
+		SkipImport: o.skipImport, ImportNodes: o.importNodes,
+	}
+}
+
+// runAll runs every size -runs times, then, unless a run failed or
+// -keep-state is set, removes the state dir. It returns ctx's error.
+func (b *bench) runAll(ctx context.Context) error {
+	o := b.opts
 	failed := false
 	for _, n := range o.nodes {
 		for i := 1; i <= o.runs; i++ {
@@ -98,6 +97,24 @@ func (b *bench) run(ctx context.Context) (err error) {
 		}
 	}
 	return ctx.Err()
+}
+
+// finish summarizes the report, writes its files and prints it. It returns
+// err joined with a failure to write, or, when err is nil, an error counting
+// the runs' failures.
+func (b *bench) finish(err error) error {
+	b.report.Finished = time.Now()
+	b.report.Summarize()
+	md, werr := b.report.WriteFiles(b.opts.out)
+	if werr != nil {
+		return errors.Join(err, fmt.Errorf("write report: %w", werr))
+	}
+	_ = b.report.Markdown(b.stdout)
+	fmt.Fprintf(b.stdout, "\nbench: report in %s (and latest.md/.json beside it)\n", md)
+	if err == nil && len(b.report.Failures) > 0 {
+		err = fmt.Errorf("%d failure(s), see the report", len(b.report.Failures))
+	}
+	return err
 }
 
 // benchEnv is environ without KUBECONFIG and KUBERNIX_* settings (the
@@ -164,22 +181,11 @@ func (b *bench) prepareImport(ctx context.Context, dir string) {
 // to -cold are cold runs (each from a fresh state dir). Whatever happens, it runs down and looks
 // for leftovers.
 func (b *bench) runOnce(ctx context.Context, nodes, index int) (r Run) {
-	o, k := b.opts, b.k
+	k := b.k
 	r = Run{Nodes: nodes, Index: index, Mode: ModeWarm, Started: time.Now()}
-	fail := func(format string, args ...any) { r.Failures = append(r.Failures, fmt.Sprintf(format, args...)) }
-	if index <= o.cold {
-		r.Mode = ModeCold
-		if err := b.freshStateDir(ctx); err != nil {
-			fail("prepare a fresh state dir: %v", err)
-			return r
-		}
+	if !b.prepareRun(ctx, &r) {
+		return r
 	}
-	r.PKIReused = HasPKI(k.Layout)
-	// A failed up saves no timings: never read the previous run's.
-	if err := os.Remove(timingsFile(k.Layout)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		fail("remove old timings: %v", err)
-	}
-	r.LoadAvg = loadAvg()
 
 	var upChildren []procID
 	upFailed := false
@@ -189,7 +195,7 @@ func (b *bench) runOnce(ctx context.Context, nodes, index int) (r Run) {
 		// would run before there is anything to bring down.
 		if upFailed {
 			if killed := stopProcesses(upChildren, 3*time.Minute); len(killed) > 0 {
-				fail("supervisor did not exit on SIGTERM within 3m, killed: %v", killed)
+				r.fail("supervisor did not exit on SIGTERM within 3m, killed: %v", killed)
 			}
 		}
 		b.teardown(ctx, &r)
@@ -202,50 +208,93 @@ func (b *bench) runOnce(ctx context.Context, nodes, index int) (r Run) {
 	upReturned := time.Now()
 	if err != nil {
 		r.UpError = err.Error()
-		fail("up: %v", err)
+		r.fail("up: %v", err)
 		return r
 	}
+	b.checkUp(ctx, &r, begin, upReturned)
+	if err := sleep(ctx, b.opts.rssDelay-time.Since(upReturned)); err != nil {
+		return r
+	}
+	b.measureMemory(&r, upReturned)
+	b.measureImport(ctx, &r)
+	return r
+}
+
+// fail records a failure of the run.
+func (r *Run) fail(format string, args ...any) {
+	r.Failures = append(r.Failures, fmt.Sprintf(format, args...))
+}
+
+// prepareRun sets r's mode (a cold run starts from a fresh state dir) and
+// clears what the previous run left that this one would misread. It returns
+// false, with the failure recorded, when the run cannot start.
+func (b *bench) prepareRun(ctx context.Context, r *Run) bool {
+	k := b.k
+	if r.Index <= b.opts.cold {
+		r.Mode = ModeCold
+		if err := b.freshStateDir(ctx); err != nil {
+			r.fail("prepare a fresh state dir: %v", err)
+			return false
+		}
+	}
+	r.PKIReused = HasPKI(k.Layout)
+	// A failed up saves no timings: never read the previous run's.
+	if err := os.Remove(timingsFile(k.Layout)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		r.fail("remove old timings: %v", err)
+	}
+	r.LoadAvg = loadAvg()
+	return true
+}
+
+// checkUp records, after up succeeded, the executor, that every node is
+// Ready, and the supervisor's timings of the boot that began at begin.
+func (b *bench) checkUp(ctx context.Context, r *Run, begin, upReturned time.Time) {
+	k := b.k
 	r.Executor = Executor(k.Layout)
-	r.Ready = k.CheckReady(ctx, nodes, begin)
+	r.Ready = k.CheckReady(ctx, r.Nodes, begin)
 	if p := r.Ready.Problem(); p != "" {
-		fail("%s", p)
+		r.fail("%s", p)
 	}
 	if len(r.Ready.Stale) > 0 {
 		r.Notes = append(r.Notes, fmt.Sprintf("Ready condition older than the up (a previous run's, from etcd?) on %s", strings.Join(r.Ready.Stale, ", ")))
 	}
 	if t, err := readTimings(k.Layout); err != nil {
-		fail("read timings: %v", err)
+		r.fail("read timings: %v", err)
 	} else {
-		b.analyse(&r, t, begin, upReturned)
+		b.analyse(r, t, begin, upReturned)
 	}
+}
 
-	if err := sleep(ctx, o.rssDelay-time.Since(upReturned)); err != nil {
-		return r
-	}
-	mem, err := SampleMemory(k.Layout, nodes, r.Executor)
+// measureMemory samples the cluster's memory into r.Memory.
+func (b *bench) measureMemory(r *Run, upReturned time.Time) {
+	mem, err := SampleMemory(b.k.Layout, r.Nodes, r.Executor)
 	if err != nil {
-		fail("sample memory: %v", err)
-	} else {
-		mem.SampledAfterSeconds = time.Since(upReturned).Seconds()
-		r.Memory = mem
-		if len(mem.Missing) > 0 {
-			fail("no live process for %s after up returned", strings.Join(mem.Missing, ", "))
-		}
+		r.fail("sample memory: %v", err)
+		return
 	}
+	mem.SampledAfterSeconds = time.Since(upReturned).Seconds()
+	r.Memory = mem
+	if len(mem.Missing) > 0 {
+		r.fail("no live process for %s after up returned", strings.Join(mem.Missing, ", "))
+	}
+}
 
-	if b.image != "" && slices.Contains(o.importNodes, nodes) {
-		imp := &ImportRun{Bytes: b.imageBytes}
-		d, err := k.ImageLoad(ctx, b.image)
-		imp.Seconds = d.Seconds()
-		if err != nil {
-			imp.Error = err.Error()
-			fail("image load: %v", err)
-		} else if imp.Seconds > 0 {
-			imp.MBps = float64(imp.Bytes) / 1e6 / imp.Seconds
-		}
-		r.Import = imp
+// measureImport times `kubernix image load` of the generated image into
+// r.Import, when the import is measured at this size.
+func (b *bench) measureImport(ctx context.Context, r *Run) {
+	if b.image == "" || !slices.Contains(b.opts.importNodes, r.Nodes) {
+		return
 	}
-	return r
+	imp := &ImportRun{Bytes: b.imageBytes}
+	d, err := b.k.ImageLoad(ctx, b.image)
+	imp.Seconds = d.Seconds()
+	if err != nil {
+		imp.Error = err.Error()
+		r.fail("image load: %v", err)
+	} else if imp.Seconds > 0 {
+		imp.MBps = float64(imp.Bytes) / 1e6 / imp.Seconds
+	}
+	r.Import = imp
 }
 
 // teardown runs `kubernix down`, even after a failure or an interrupt (it
@@ -258,7 +307,7 @@ func (b *bench) teardown(ctx context.Context, r *Run) {
 		r.DownSeconds = d.Seconds()
 		if err != nil {
 			r.DownError = err.Error()
-			r.Failures = append(r.Failures, fmt.Sprintf("down: %v", err))
+			r.fail("down: %v", err)
 		}
 	} else {
 		r.Notes = append(r.Notes, "down skipped: up did not get as far as writing "+k.Layout.paths().ConfigFile())
@@ -266,10 +315,10 @@ func (b *bench) teardown(ctx context.Context, r *Run) {
 	left, err := Leftovers(k.Layout)
 	r.Leftovers = left
 	if err != nil {
-		r.Failures = append(r.Failures, fmt.Sprintf("look for leftovers: %v", err))
+		r.fail("look for leftovers: %v", err)
 	}
 	if len(left) > 0 {
-		r.Failures = append(r.Failures, "left on the host after down: "+strings.Join(left, "; "))
+		r.fail("left on the host after down: %s", strings.Join(left, "; "))
 	}
 }
 
@@ -301,7 +350,7 @@ func (b *bench) analyse(r *Run, t Timings, invoked, returned time.Time) {
 	}
 	for _, c := range t.Components {
 		if c.Error != "" {
-			r.Failures = append(r.Failures, fmt.Sprintf("timings: %s failed: %s", c.Name, c.Error))
+			r.fail("timings: %s failed: %s", c.Name, c.Error)
 		}
 	}
 }

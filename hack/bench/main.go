@@ -100,6 +100,23 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 // parseFlags parses and validates args; every problem is reported at once.
 func parseFlags(stderr io.Writer, args []string) (options, error) {
 	o := options{nodes: intList{1, 3, 5, 10}, importNodes: intList{1, 3}}
+	fs := newFlagSet(stderr, &o)
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	var errs []error
+	if fs.NArg() > 0 {
+		errs = append(errs, fmt.Errorf("unexpected arguments %q", fs.Args()))
+	}
+	coldSet := false
+	fs.Visit(func(f *flag.Flag) { coldSet = coldSet || f.Name == "cold" })
+	errs = append(errs, o.checkCounts(coldSet)...)
+	errs = append(errs, o.checkPaths()...)
+	return o, errors.Join(errs...)
+}
+
+// newFlagSet defines bench's flags, with their defaults, into o.
+func newFlagSet(stderr io.Writer, o *options) *flag.FlagSet {
 	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.Var(&o.nodes, "nodes", "comma-separated cluster sizes to measure")
@@ -120,28 +137,24 @@ func parseFlags(stderr io.Writer, args []string) (options, error) {
 		fmt.Fprintf(fs.Output(), "usage: bench [flags]\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		return o, err
-	}
+	return fs
+}
+
+// checkCounts validates the numeric flags; unless -cold was set (coldSet),
+// it lowers its default to -runs.
+func (o *options) checkCounts(coldSet bool) []error {
 	var errs []error
-	if fs.NArg() > 0 {
-		errs = append(errs, fmt.Errorf("unexpected arguments %q", fs.Args()))
-	}
 	if len(o.nodes) == 0 {
 		errs = append(errs, errors.New("-nodes: no sizes"))
 	}
-	maxNodes := 0
 	for _, n := range o.nodes {
 		if n < 1 {
 			errs = append(errs, fmt.Errorf("-nodes: %d is not a node count", n))
 		}
-		maxNodes = max(maxNodes, n)
 	}
 	if o.runs < 1 {
 		errs = append(errs, fmt.Errorf("-runs %d: at least 1", o.runs))
 	}
-	coldSet := false
-	fs.Visit(func(f *flag.Flag) { coldSet = coldSet || f.Name == "cold" })
 	if !coldSet && o.runs >= 1 {
 		o.cold = min(o.cold, o.runs)
 	}
@@ -157,6 +170,14 @@ func parseFlags(stderr io.Writer, args []string) (options, error) {
 	if o.importMB < 1 {
 		errs = append(errs, fmt.Errorf("-import-mb %d: at least 1", o.importMB))
 	}
+	return errs
+}
+
+// checkPaths makes -out, -bin-dir and -state-dir absolute and checks that
+// the state dir is a dedicated directory whose node sockets, at the largest
+// size, fit config.MaxSocketPath.
+func (o *options) checkPaths() []error {
+	var errs []error
 	for _, p := range []*string{&o.out, &o.binDir, &o.stateDir} {
 		abs, err := filepath.Abs(*p)
 		if err != nil {
@@ -167,6 +188,10 @@ func parseFlags(stderr io.Writer, args []string) (options, error) {
 	if o.stateDir == "/" || o.stateDir == "/tmp" {
 		errs = append(errs, fmt.Errorf("-state-dir %s: bench removes it; use a dedicated directory", o.stateDir))
 	}
+	maxNodes := 0
+	for _, n := range o.nodes {
+		maxNodes = max(maxNodes, n)
+	}
 	if maxNodes > 0 {
 		paths := config.Paths{State: o.stateDir}
 		for _, s := range paths.Node(Layout{Name: o.name}.NodeName(maxNodes - 1)).Sockets() {
@@ -175,7 +200,7 @@ func parseFlags(stderr io.Writer, args []string) (options, error) {
 			}
 		}
 	}
-	return o, errors.Join(errs...)
+	return errs
 }
 
 // intList is a flag of comma-separated integers.

@@ -299,118 +299,169 @@ func (r *Report) Summarize() {
 	r.Import.Ratios = importRatios(r.Summary)
 }
 
+// summarizeRuns aggregates the runs of one size and mode.
 func summarizeRuns(nodes int, mode string, runs []Run) Summary {
-	s := Summary{Nodes: nodes, Mode: mode, Runs: len(runs)}
-	var wall, sup, startup, prep, handover, cp, over, down, rss, pss []float64
-	rssBy := map[string][]float64{}
-	var rssOrder []string
-	type kindAcc struct {
-		phase          string
-		count          int
-		started, ready []float64
-	}
-	kinds := map[string]*kindAcc{}
-	var kindOrder []string
-	steps := map[string][]float64{}
-	stepComp := map[string]map[string]int{}
-	var stepOrder []string
-	var impSec, impRate []float64
-	impFailed := 0
+	acc := newRunAcc()
+	failed := 0
 	for _, run := range runs {
 		if !run.OK() {
-			s.Failed++
+			failed++
 		}
-		if run.DownError == "" && run.DownSeconds > 0 {
-			down = append(down, run.DownSeconds)
-		}
-		if run.Import != nil {
-			if run.Import.Error != "" {
-				impFailed++
-			} else {
-				impSec = append(impSec, run.Import.Seconds)
-				impRate = append(impRate, run.Import.MBps)
-			}
-		}
-		if run.UpError != "" {
-			continue
-		}
-		wall = append(wall, run.UpSeconds)
-		if run.Timings != nil {
-			sup = append(sup, run.SupervisorTotalSeconds)
-			startup = append(startup, run.StartupSeconds)
-			handover = append(handover, run.HandoverSeconds)
-		}
-		if run.CriticalPath != nil {
-			prep = append(prep, run.CriticalPath.PrepareSeconds)
-			cp = append(cp, run.CriticalPath.TotalSeconds)
-			// A phase may hold more than one link of the chain: its
-			// share is their sum.
-			runSec, runComp := map[string]float64{}, map[string][]string{}
-			for _, st := range run.CriticalPath.Steps {
-				if _, ok := steps[st.Phase]; !ok {
-					stepOrder = append(stepOrder, st.Phase)
-					stepComp[st.Phase] = map[string]int{}
-					steps[st.Phase] = nil
-				}
-				runSec[st.Phase] += st.Seconds
-				runComp[st.Phase] = append(runComp[st.Phase], kindOf(st.Component))
-			}
-			for ph, sec := range runSec {
-				steps[ph] = append(steps[ph], sec)
-				stepComp[ph][strings.Join(runComp[ph], " + ")]++
-			}
-		}
-		if run.Overhead > 0 {
-			over = append(over, run.Overhead)
-		}
-		for _, k := range run.Kinds {
-			acc, ok := kinds[k.Kind]
-			if !ok {
-				acc = &kindAcc{phase: k.Phase, count: k.Count}
-				kinds[k.Kind] = acc
-				kindOrder = append(kindOrder, k.Kind)
-			}
-			acc.started = append(acc.started, k.StartedSeconds)
-			acc.ready = append(acc.ready, k.ReadySeconds)
-		}
-		if run.Memory != nil {
-			rss = append(rss, float64(run.Memory.TotalBytes))
-			if run.Memory.TotalPSSBytes > 0 {
-				pss = append(pss, float64(run.Memory.TotalPSSBytes))
-			}
-			perKind := map[string]float64{}
-			for _, p := range run.Memory.Processes {
-				if _, ok := perKind[p.Component]; !ok {
-					if _, seen := rssBy[p.Component]; !seen {
-						rssOrder = append(rssOrder, p.Component)
-					}
-				}
-				perKind[p.Component] += float64(p.RSSBytes)
-			}
-			for kind, v := range perKind {
-				rssBy[kind] = append(rssBy[kind], v)
-			}
+		acc.add(run)
+	}
+	s := acc.summary()
+	s.Nodes, s.Mode, s.Runs, s.Failed = nodes, mode, len(runs), failed
+	return s
+}
+
+// runAcc collects the samples of a group of runs, in first-seen order, for
+// summarizeRuns. Times are seconds, memory bytes.
+type runAcc struct {
+	wall, sup, startup, prep, handover, cp, over, down, rss, pss []float64
+
+	rssBy    map[string][]float64 // per component kind
+	rssOrder []string
+
+	kinds     map[string]*kindAcc
+	kindOrder []string
+
+	steps     map[string][]float64      // critical-path seconds per phase
+	stepComp  map[string]map[string]int // per phase: component kinds → count
+	stepOrder []string
+
+	impSec, impRate []float64
+	impFailed       int
+}
+
+// kindAcc is the boot of one component kind across runs.
+type kindAcc struct {
+	phase          string
+	count          int
+	started, ready []float64
+}
+
+func newRunAcc() *runAcc {
+	return &runAcc{
+		rssBy:    map[string][]float64{},
+		kinds:    map[string]*kindAcc{},
+		steps:    map[string][]float64{},
+		stepComp: map[string]map[string]int{},
+	}
+}
+
+// add records one run. Only runs whose up succeeded count, except for down
+// and the image import.
+func (a *runAcc) add(run Run) {
+	if run.DownError == "" && run.DownSeconds > 0 {
+		a.down = append(a.down, run.DownSeconds)
+	}
+	if run.Import != nil {
+		if run.Import.Error != "" {
+			a.impFailed++
+		} else {
+			a.impSec = append(a.impSec, run.Import.Seconds)
+			a.impRate = append(a.impRate, run.Import.MBps)
 		}
 	}
-	s.Wall, s.SupervisorTotal, s.Prepare = Summarize(wall), Summarize(sup), Summarize(prep)
-	s.Startup, s.Handover = Summarize(startup), Summarize(handover)
-	s.CriticalPath, s.Overhead, s.Down, s.RSSTotal = Summarize(cp), Summarize(over), Summarize(down), Summarize(rss)
-	s.PSSTotal = Summarize(pss)
-	for _, name := range rssOrder {
-		s.RSS = append(s.RSS, NamedStat{Name: name, Stat: Summarize(rssBy[name])})
+	if run.UpError != "" {
+		return
 	}
-	for _, k := range kindOrder {
-		acc := kinds[k]
+	a.wall = append(a.wall, run.UpSeconds)
+	if run.Timings != nil {
+		a.sup = append(a.sup, run.SupervisorTotalSeconds)
+		a.startup = append(a.startup, run.StartupSeconds)
+		a.handover = append(a.handover, run.HandoverSeconds)
+	}
+	if run.CriticalPath != nil {
+		a.addCriticalPath(run.CriticalPath)
+	}
+	if run.Overhead > 0 {
+		a.over = append(a.over, run.Overhead)
+	}
+	a.addKinds(run.Kinds)
+	if run.Memory != nil {
+		a.addMemory(run.Memory)
+	}
+}
+
+// addCriticalPath records one run's critical path. A phase may hold more
+// than one link of the chain: its share is their sum.
+func (a *runAcc) addCriticalPath(cp *CriticalPath) {
+	a.prep = append(a.prep, cp.PrepareSeconds)
+	a.cp = append(a.cp, cp.TotalSeconds)
+	runSec, runComp := map[string]float64{}, map[string][]string{}
+	for _, st := range cp.Steps {
+		if _, ok := a.steps[st.Phase]; !ok {
+			a.stepOrder = append(a.stepOrder, st.Phase)
+			a.stepComp[st.Phase] = map[string]int{}
+			a.steps[st.Phase] = nil
+		}
+		runSec[st.Phase] += st.Seconds
+		runComp[st.Phase] = append(runComp[st.Phase], kindOf(st.Component))
+	}
+	for ph, sec := range runSec {
+		a.steps[ph] = append(a.steps[ph], sec)
+		a.stepComp[ph][strings.Join(runComp[ph], " + ")]++
+	}
+}
+
+// addKinds records one run's boot times per component kind.
+func (a *runAcc) addKinds(kinds []KindTiming) {
+	for _, k := range kinds {
+		acc, ok := a.kinds[k.Kind]
+		if !ok {
+			acc = &kindAcc{phase: k.Phase, count: k.Count}
+			a.kinds[k.Kind] = acc
+			a.kindOrder = append(a.kindOrder, k.Kind)
+		}
+		acc.started = append(acc.started, k.StartedSeconds)
+		acc.ready = append(acc.ready, k.ReadySeconds)
+	}
+}
+
+// addMemory records one run's memory sample, summing RSS per component kind.
+func (a *runAcc) addMemory(m *Memory) {
+	a.rss = append(a.rss, float64(m.TotalBytes))
+	if m.TotalPSSBytes > 0 {
+		a.pss = append(a.pss, float64(m.TotalPSSBytes))
+	}
+	perKind := map[string]float64{}
+	for _, p := range m.Processes {
+		if _, ok := perKind[p.Component]; !ok {
+			if _, seen := a.rssBy[p.Component]; !seen {
+				a.rssOrder = append(a.rssOrder, p.Component)
+			}
+		}
+		perKind[p.Component] += float64(p.RSSBytes)
+	}
+	for kind, v := range perKind {
+		a.rssBy[kind] = append(a.rssBy[kind], v)
+	}
+}
+
+// summary returns the statistics of what was added; phases and steps are in
+// boot order.
+func (a *runAcc) summary() Summary {
+	var s Summary
+	s.Wall, s.SupervisorTotal, s.Prepare = Summarize(a.wall), Summarize(a.sup), Summarize(a.prep)
+	s.Startup, s.Handover = Summarize(a.startup), Summarize(a.handover)
+	s.CriticalPath, s.Overhead, s.Down, s.RSSTotal = Summarize(a.cp), Summarize(a.over), Summarize(a.down), Summarize(a.rss)
+	s.PSSTotal = Summarize(a.pss)
+	for _, name := range a.rssOrder {
+		s.RSS = append(s.RSS, NamedStat{Name: name, Stat: Summarize(a.rssBy[name])})
+	}
+	for _, k := range a.kindOrder {
+		acc := a.kinds[k]
 		s.Phases = append(s.Phases, KindStat{Kind: k, Phase: acc.phase, Count: acc.count, Started: Summarize(acc.started), Ready: Summarize(acc.ready)})
 	}
 	rank := phaseRank()
 	sort.SliceStable(s.Phases, func(i, j int) bool { return rank(s.Phases[i].Phase) < rank(s.Phases[j].Phase) })
-	sort.SliceStable(stepOrder, func(i, j int) bool { return rank(stepOrder[i]) < rank(stepOrder[j]) })
-	for _, ph := range stepOrder {
-		s.Steps = append(s.Steps, StepStat{Phase: ph, Component: mostCommon(stepComp[ph]), Seconds: Summarize(steps[ph])})
+	sort.SliceStable(a.stepOrder, func(i, j int) bool { return rank(a.stepOrder[i]) < rank(a.stepOrder[j]) })
+	for _, ph := range a.stepOrder {
+		s.Steps = append(s.Steps, StepStat{Phase: ph, Component: mostCommon(a.stepComp[ph]), Seconds: Summarize(a.steps[ph])})
 	}
-	if len(impSec) > 0 || impFailed > 0 {
-		s.Import = &ImportStat{Seconds: Summarize(impSec), MBps: Summarize(impRate), Failed: impFailed}
+	if len(a.impSec) > 0 || a.impFailed > 0 {
+		s.Import = &ImportStat{Seconds: Summarize(a.impSec), MBps: Summarize(a.impRate), Failed: a.impFailed}
 	}
 	return s
 }
