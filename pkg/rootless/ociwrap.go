@@ -119,94 +119,140 @@ func RewriteSpec(in []byte, r Rewrite) (out []byte, changes []string, err error)
 	if err := json.Unmarshal(in, &spec); err != nil {
 		return nil, nil, fmt.Errorf("parse OCI spec: %w", err)
 	}
-	if raw, ok := spec["process"]; ok && !isNull(raw) && r.StripOOMScoreAdj {
-		var proc map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &proc); err != nil {
-			return nil, nil, fmt.Errorf("parse OCI spec process: %w", err)
-		}
-		if v, ok := proc["oomScoreAdj"]; ok {
-			delete(proc, "oomScoreAdj")
-			changes = append(changes, "removed process.oomScoreAdj "+string(v))
-			if spec["process"], err = json.Marshal(proc); err != nil {
-				return nil, nil, err
-			}
-		}
+	// Namespaces are dropped before /proc is looked at: dropping the
+	// runtime's own pid namespace makes the container share the host's.
+	var steps []func(map[string]json.RawMessage) ([]string, error)
+	if r.StripOOMScoreAdj {
+		steps = append(steps, stripOOMScoreAdj)
 	}
-	if raw, ok := spec["linux"]; ok && !isNull(raw) && r.DropOwnNamespaces {
+	if r.DropOwnNamespaces {
 		own := r.IsOwnNamespace
 		if own == nil {
 			own = SameNamespace
 		}
-		var linux map[string]json.RawMessage
-		if err := json.Unmarshal(raw, &linux); err != nil {
-			return nil, nil, fmt.Errorf("parse OCI spec linux: %w", err)
-		}
-		if nsRaw, ok := linux["namespaces"]; ok && !isNull(nsRaw) {
-			var nss []map[string]json.RawMessage
-			if err := json.Unmarshal(nsRaw, &nss); err != nil {
-				return nil, nil, fmt.Errorf("parse OCI spec linux.namespaces: %w", err)
-			}
-			kept := make([]map[string]json.RawMessage, 0, len(nss))
-			for _, ns := range nss {
-				var typ, path string
-				_ = json.Unmarshal(ns["type"], &typ)
-				_ = json.Unmarshal(ns["path"], &path)
-				if path != "" && own(typ, path) {
-					changes = append(changes, fmt.Sprintf("removed %s namespace %s: the runtime's own", typ, path))
-					continue
-				}
-				kept = append(kept, ns)
-			}
-			if len(kept) != len(nss) {
-				if linux["namespaces"], err = json.Marshal(kept); err != nil {
-					return nil, nil, err
-				}
-				if spec["linux"], err = json.Marshal(linux); err != nil {
-					return nil, nil, err
-				}
-			}
-		}
+		steps = append(steps, func(spec map[string]json.RawMessage) ([]string, error) {
+			return dropOwnNamespaces(spec, own)
+		})
 	}
 	if r.BindProcWithoutPIDNS {
-		hostPID, err := sharesHostPID(spec["linux"])
+		steps = append(steps, bindProcWithoutPIDNS)
+	}
+	for _, step := range steps {
+		c, err := step(spec)
 		if err != nil {
 			return nil, nil, err
 		}
-		if raw, ok := spec["mounts"]; ok && hostPID && !isNull(raw) {
-			var mounts []map[string]json.RawMessage
-			if err := json.Unmarshal(raw, &mounts); err != nil {
-				return nil, nil, fmt.Errorf("parse OCI spec mounts: %w", err)
-			}
-			replaced := false
-			for i, m := range mounts {
-				var typ, dest string
-				_ = json.Unmarshal(m["type"], &typ)
-				_ = json.Unmarshal(m["destination"], &dest)
-				if typ != "proc" || dest != "/proc" {
-					continue
-				}
-				b, err := json.Marshal(procBind)
-				if err != nil {
-					return nil, nil, err
-				}
-				if err := json.Unmarshal(b, &mounts[i]); err != nil {
-					return nil, nil, err
-				}
-				replaced = true
-			}
-			if replaced {
-				changes = append(changes, "no pid namespace: /proc bind-mounted instead of a new proc")
-				if spec["mounts"], err = json.Marshal(mounts); err != nil {
-					return nil, nil, err
-				}
-			}
-		}
+		changes = append(changes, c...)
 	}
 	if len(changes) == 0 {
 		return in, nil, nil
 	}
 	out, err = json.Marshal(spec)
 	return out, changes, err
+}
+
+// stripOOMScoreAdj removes process.oomScoreAdj from spec.
+func stripOOMScoreAdj(spec map[string]json.RawMessage) (changes []string, err error) {
+	raw, ok := spec["process"]
+	if !ok || isNull(raw) {
+		return nil, nil
+	}
+	var proc map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &proc); err != nil {
+		return nil, fmt.Errorf("parse OCI spec process: %w", err)
+	}
+	v, ok := proc["oomScoreAdj"]
+	if !ok {
+		return nil, nil
+	}
+	delete(proc, "oomScoreAdj")
+	if spec["process"], err = json.Marshal(proc); err != nil {
+		return nil, err
+	}
+	return []string{"removed process.oomScoreAdj " + string(v)}, nil
+}
+
+// dropOwnNamespaces removes from spec's linux.namespaces those with a path
+// that own reports as the runtime's own.
+func dropOwnNamespaces(spec map[string]json.RawMessage, own func(typ, path string) bool) (changes []string, err error) {
+	raw, ok := spec["linux"]
+	if !ok || isNull(raw) {
+		return nil, nil
+	}
+	var linux map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &linux); err != nil {
+		return nil, fmt.Errorf("parse OCI spec linux: %w", err)
+	}
+	nsRaw, ok := linux["namespaces"]
+	if !ok || isNull(nsRaw) {
+		return nil, nil
+	}
+	var nss []map[string]json.RawMessage
+	if err := json.Unmarshal(nsRaw, &nss); err != nil {
+		return nil, fmt.Errorf("parse OCI spec linux.namespaces: %w", err)
+	}
+	kept := make([]map[string]json.RawMessage, 0, len(nss))
+	for _, ns := range nss {
+		var typ, path string
+		_ = json.Unmarshal(ns["type"], &typ)
+		_ = json.Unmarshal(ns["path"], &path)
+		if path != "" && own(typ, path) {
+			changes = append(changes, fmt.Sprintf("removed %s namespace %s: the runtime's own", typ, path))
+			continue
+		}
+		kept = append(kept, ns)
+	}
+	if len(kept) == len(nss) {
+		return nil, nil
+	}
+	if linux["namespaces"], err = json.Marshal(kept); err != nil {
+		return nil, err
+	}
+	if spec["linux"], err = json.Marshal(linux); err != nil {
+		return nil, err
+	}
+	return changes, nil
+}
+
+// bindProcWithoutPIDNS replaces spec's proc mount on /proc by procBind when
+// the container shares the runtime's pid namespace.
+func bindProcWithoutPIDNS(spec map[string]json.RawMessage) (changes []string, err error) {
+	hostPID, err := sharesHostPID(spec["linux"])
+	if err != nil {
+		return nil, err
+	}
+	raw, ok := spec["mounts"]
+	if !ok || !hostPID || isNull(raw) {
+		return nil, nil
+	}
+	var mounts []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &mounts); err != nil {
+		return nil, fmt.Errorf("parse OCI spec mounts: %w", err)
+	}
+	replaced := false
+	for i, m := range mounts {
+		var typ, dest string
+		_ = json.Unmarshal(m["type"], &typ)
+		_ = json.Unmarshal(m["destination"], &dest)
+		if typ != "proc" || dest != "/proc" {
+			continue
+		}
+		b, err := json.Marshal(procBind)
+		if err != nil {
+			return nil, err
+		}
+		if err := json.Unmarshal(b, &mounts[i]); err != nil {
+			return nil, err
+		}
+		replaced = true
+	}
+	if !replaced {
+		return nil, nil
+	}
+	if spec["mounts"], err = json.Marshal(mounts); err != nil {
+		return nil, err
+	}
+	return []string{"no pid namespace: /proc bind-mounted instead of a new proc"}, nil
 }
 
 // sharesHostPID reports whether the spec's linux.namespaces lacks a pid
