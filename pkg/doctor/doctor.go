@@ -191,76 +191,110 @@ func checkCNI(facts *Facts, cniDir string) Result {
 	return res
 }
 
+// group collects the results of one group of checks.
+type group struct {
+	name string // Result.Group
+	r    Report
+}
+
+// add appends a result to the group.
+func (g *group) add(name string, status Status, detail, fix string) {
+	g.r = append(g.r, Result{Group: g.name, Name: name, Status: status, Detail: detail, Fix: fix})
+}
+
+// checkHost checks, as root of the host or of rootlesskit's user namespace,
+// the kernel features, cgroups, sysctls and capabilities the components need.
 func checkHost(ctx context.Context, facts *Facts, busybox string) Report {
-	var r Report
-	add := func(name string, status Status, detail, fix string) {
-		r = append(r, Result{Group: "host", Name: name, Status: status, Detail: detail, Fix: fix})
-	}
-	if ok, err := host.HasFilesystem("overlay"); ok {
-		add("overlayfs", StatusOK, "supported", "")
-	} else {
-		add("overlayfs", StatusFail, fmt.Sprintf("not in /proc/filesystems (%v)", err), "enable CONFIG_OVERLAY_FS in the kernel")
-	}
+	g := &group{name: "host"}
+	checkOverlayFS(g)
 	if facts.Mode == ModeRootlessChild {
 		if err := host.CanMountOverlay(); err == nil {
-			add("overlayfs in userns", StatusOK, "can mount: containerd uses the overlayfs snapshotter", "")
+			g.add("overlayfs in userns", StatusOK, "can mount: containerd uses the overlayfs snapshotter", "")
 		} else {
 			facts.Snapshotter = SnapshotterNative
-			add("overlayfs in userns", StatusInfo, err.Error(), "containerd uses the native snapshotter (slower, copies layers); fuse-overlayfs is not supported")
+			g.add("overlayfs in userns", StatusInfo, err.Error(), "containerd uses the native snapshotter (slower, copies layers); fuse-overlayfs is not supported")
 		}
 	}
 	if err := host.CanUnshareNet(); err == nil {
-		add("network namespaces", StatusOK, "can create", "")
+		g.add("network namespaces", StatusOK, "can create", "")
 	} else {
-		add("network namespaces", StatusFail, err.Error(), "run as root (or rootless, see `kubernix doctor` as a user)")
+		g.add("network namespaces", StatusFail, err.Error(), "run as root (or rootless, see `kubernix doctor` as a user)")
 	}
+	checkCgroups(g, facts)
+	checkForwarding(g)
+	checkSysResource(g, facts)
+	return append(g.r, checkCrun(ctx, facts, busybox))
+}
+
+// checkOverlayFS checks that the kernel has overlayfs.
+func checkOverlayFS(g *group) {
+	if ok, err := host.HasFilesystem("overlay"); ok {
+		g.add("overlayfs", StatusOK, "supported", "")
+	} else {
+		g.add("overlayfs", StatusFail, fmt.Sprintf("not in /proc/filesystems (%v)", err), "enable CONFIG_OVERLAY_FS in the kernel")
+	}
+}
+
+// checkCgroups detects the cgroup hierarchy into facts.Cgroups and warns
+// about enabled controllers that are not mounted (only root of the host can
+// mount them).
+func checkCgroups(g *group, facts *Facts) {
 	cg, err := host.DetectCgroups()
 	facts.Cgroups = cg
 	switch {
 	case err != nil:
-		add("cgroups", StatusFail, err.Error(), "mount cgroups at /sys/fs/cgroup")
+		g.add("cgroups", StatusFail, err.Error(), "mount cgroups at /sys/fs/cgroup")
+		return
 	case cg.Mode == host.CgroupUnknown:
-		add("cgroups", StatusFail, "no cgroup hierarchy at /sys/fs/cgroup", "mount cgroup2 at /sys/fs/cgroup")
-	default:
-		detail := string(cg.Mode)
-		if cg.Mode != host.CgroupV2 {
-			detail += " (v1 controllers: " + strings.Join(cg.Mounted, ",") + "; the kubelet runs with failCgroupV1: false)"
-		}
-		add("cgroups", StatusOK, detail, "")
-		if len(cg.Unmounted) > 0 {
-			fix := "container stats read 0 until they are mounted; `kubernix up` as root mounts them under /sys/fs/cgroup"
-			if facts.Mode == ModeRootlessChild {
-				fix = "container stats read 0 until root mounts them (mount -t cgroup -o <controller> cgroup /sys/fs/cgroup/<controller>)"
-			}
-			add("cgroup controllers", StatusWarn, "enabled but not mounted: "+strings.Join(cg.Unmounted, ","), fix)
-		}
+		g.add("cgroups", StatusFail, "no cgroup hierarchy at /sys/fs/cgroup", "mount cgroup2 at /sys/fs/cgroup")
+		return
 	}
+	detail := string(cg.Mode)
+	if cg.Mode != host.CgroupV2 {
+		detail += " (v1 controllers: " + strings.Join(cg.Mounted, ",") + "; the kubelet runs with failCgroupV1: false)"
+	}
+	g.add("cgroups", StatusOK, detail, "")
+	if len(cg.Unmounted) > 0 {
+		fix := "container stats read 0 until they are mounted; `kubernix up` as root mounts them under /sys/fs/cgroup"
+		if facts.Mode != ModeRoot {
+			fix = "container stats read 0 until root mounts them (mount -t cgroup -o <controller> cgroup /sys/fs/cgroup/<controller>)"
+		}
+		g.add("cgroup controllers", StatusWarn, "enabled but not mounted: "+strings.Join(cg.Unmounted, ","), fix)
+	}
+}
+
+// checkForwarding checks IP forwarding and bridge netfilter, which pod
+// traffic and Service routing need.
+func checkForwarding(g *group) {
 	if v, err := host.Sysctl("net.ipv4.ip_forward"); err != nil {
-		add("ip_forward", StatusFail, err.Error(), "")
+		g.add("ip_forward", StatusFail, err.Error(), "")
 	} else if v != "1" {
-		add("ip_forward", StatusInfo, "net.ipv4.ip_forward="+v, "`kubernix up` sets it to 1")
+		g.add("ip_forward", StatusInfo, "net.ipv4.ip_forward="+v, "`kubernix up` sets it to 1")
 	} else {
-		add("ip_forward", StatusOK, "net.ipv4.ip_forward=1", "")
+		g.add("ip_forward", StatusOK, "net.ipv4.ip_forward=1", "")
 	}
 	if host.Exists("/proc/sys/net/bridge/bridge-nf-call-iptables") {
-		add("br_netfilter", StatusOK, "bridge-nf-call-iptables available", "")
+		g.add("br_netfilter", StatusOK, "bridge-nf-call-iptables available", "")
 	} else {
-		add("br_netfilter", StatusFail, "/proc/sys/net/bridge/bridge-nf-call-iptables missing", "modprobe br_netfilter")
+		g.add("br_netfilter", StatusFail, "/proc/sys/net/bridge/bridge-nf-call-iptables missing", "modprobe br_netfilter")
 	}
+}
+
+// checkSysResource sets facts.HasSysResource when CAP_SYS_RESOURCE is
+// effective in the host's user namespace.
+func checkSysResource(g *group, facts *Facts) {
 	if ok, err := host.HasCapability(unix.CAP_SYS_RESOURCE); facts.Mode == ModeRootlessChild {
 		// Capabilities in a user namespace do not reach the host's
 		// oom_score_adj: it can only be raised.
-		add("CAP_SYS_RESOURCE", StatusInfo, "in a user namespace: oom_score_adj cannot be lowered", "containerd runs with restrict_oom_score_adj = true")
+		g.add("CAP_SYS_RESOURCE", StatusInfo, "in a user namespace: oom_score_adj cannot be lowered", "containerd runs with restrict_oom_score_adj = true")
 	} else if err != nil {
-		add("CAP_SYS_RESOURCE", StatusWarn, err.Error(), "")
+		g.add("CAP_SYS_RESOURCE", StatusWarn, err.Error(), "")
 	} else if ok {
 		facts.HasSysResource = true
-		add("CAP_SYS_RESOURCE", StatusOK, "effective: containerd may set oom_score_adj", "")
+		g.add("CAP_SYS_RESOURCE", StatusOK, "effective: containerd may set oom_score_adj", "")
 	} else {
-		add("CAP_SYS_RESOURCE", StatusInfo, "missing: oom_score_adj cannot be lowered", "containerd runs with restrict_oom_score_adj = true")
+		g.add("CAP_SYS_RESOURCE", StatusInfo, "missing: oom_score_adj cannot be lowered", "containerd runs with restrict_oom_score_adj = true")
 	}
-	r = append(r, checkCrun(ctx, facts, busybox))
-	return r
 }
 
 // checkCrun runs a container with crun; busybox is a static busybox (Debian's

@@ -67,81 +67,77 @@ const (
 
 // checkRootless checks, as the user, what rootless mode needs of the host.
 func checkRootless(ctx context.Context, facts *Facts, opts Options) Report {
-	var r Report
-	add := func(name string, status Status, detail, fix string) {
-		r = append(r, Result{Group: "rootless", Name: name, Status: status, Detail: detail, Fix: fix})
-	}
+	g := &group{name: "rootless"}
 	uid := os.Getuid()
 	name := strconv.Itoa(uid)
 	if u, err := user.LookupId(name); err == nil {
 		name = u.Username
 	}
-
-	if ok, err := host.HasFilesystem("overlay"); !ok {
-		add("overlayfs", StatusFail, fmt.Sprintf("not in /proc/filesystems (%v)", err), "enable CONFIG_OVERLAY_FS in the kernel")
+	checkOverlayFS(g)
+	checkUserNamespaces(ctx, g, facts)
+	checkSubIDs(g, name, uid)
+	if err := host.CanOpenTun(); err != nil {
+		g.add("/dev/net/tun", StatusFail, err.Error()+" (slirp4netns needs it)", fmt.Sprintf(fixTun, name))
+	} else {
+		g.add("/dev/net/tun", StatusOK, "can open", "")
 	}
+	for _, b := range []string{"newuidmap", "newgidmap"} {
+		if p := facts.Paths[b]; p != "" && !host.HasFileCapsOrSetuid(p) {
+			g.add(b+" privileges", StatusFail, p+" is neither setuid root nor has file capabilities", fixIDMap)
+		}
+	}
+	checkCgroups(g, facts)
+	parent, err := delegated(uid, opts.CgroupParent)
+	if err != nil {
+		g.add("cgroup delegation", StatusFail, err.Error(), fmt.Sprintf(fixDelegation, uid, name, uid))
+	} else {
+		facts.CgroupParent = parent
+		g.add("cgroup delegation", StatusOK, parent+" is writable in every hierarchy", "")
+	}
+	return g.r
+}
+
+// checkUserNamespaces checks that the user can create a user namespace and
+// mount overlayfs in it; without overlayfs facts.Snapshotter becomes native.
+func checkUserNamespaces(ctx context.Context, g *group, facts *Facts) {
 	detail := "unshare -U works"
 	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil {
 		detail += ", user.max_user_namespaces=" + strings.TrimSpace(string(b))
 	}
-	if unshare := facts.Paths["unshare"]; unshare == "" {
-		add("user namespaces", StatusFail, "cannot check: unshare not found", "apt-get install util-linux")
-	} else if overlay, err := host.ProbeUserNamespace(ctx, unshare); err != nil {
-		add("user namespaces", StatusFail, err.Error(), fixUserNS)
-	} else {
-		add("user namespaces", StatusOK, detail, "")
-		if overlay {
-			add("overlayfs in userns", StatusOK, "can mount: containerd uses the overlayfs snapshotter", "")
-		} else {
-			facts.Snapshotter = SnapshotterNative
-			add("overlayfs in userns", StatusInfo, "cannot mount overlay in a user namespace (kernel before 5.11)",
-				"containerd uses the native snapshotter (slower: it copies layers); fuse-overlayfs is not supported")
-		}
+	unshare := facts.Paths["unshare"]
+	if unshare == "" {
+		g.add("user namespaces", StatusFail, "cannot check: unshare not found", "apt-get install util-linux")
+		return
 	}
+	overlay, err := host.ProbeUserNamespace(ctx, unshare)
+	if err != nil {
+		g.add("user namespaces", StatusFail, err.Error(), fixUserNS)
+		return
+	}
+	g.add("user namespaces", StatusOK, detail, "")
+	if overlay {
+		g.add("overlayfs in userns", StatusOK, "can mount: containerd uses the overlayfs snapshotter", "")
+	} else {
+		facts.Snapshotter = SnapshotterNative
+		g.add("overlayfs in userns", StatusInfo, "cannot mount overlay in a user namespace (kernel before 5.11)",
+			"containerd uses the native snapshotter (slower: it copies layers); fuse-overlayfs is not supported")
+	}
+}
+
+// checkSubIDs checks that the user (name, uid) has enough subordinate user
+// and group IDs.
+func checkSubIDs(g *group, name string, uid int) {
 	for _, f := range []string{rootless.SubUIDFile, rootless.SubGIDFile} {
 		ranges, err := rootless.SubIDs(f, name, uid)
 		switch n := rootless.Total(ranges); {
 		case err != nil:
-			add(f, StatusFail, err.Error(), fmt.Sprintf(fixSubIDs, name, name))
+			g.add(f, StatusFail, err.Error(), fmt.Sprintf(fixSubIDs, name, name))
 		case n < rootless.MinSubIDs:
-			add(f, StatusFail, fmt.Sprintf("%d subordinate IDs for %s, need at least %d", n, name, rootless.MinSubIDs), fmt.Sprintf(fixSubIDs, name, name))
+			g.add(f, StatusFail, fmt.Sprintf("%d subordinate IDs for %s, need at least %d", n, name, rootless.MinSubIDs), fmt.Sprintf(fixSubIDs, name, name))
 		default:
-			add(f, StatusOK, fmt.Sprintf("%d subordinate IDs for %s", n, name), "")
+			g.add(f, StatusOK, fmt.Sprintf("%d subordinate IDs for %s", n, name), "")
 		}
 	}
-	if err := host.CanOpenTun(); err != nil {
-		add("/dev/net/tun", StatusFail, err.Error()+" (slirp4netns needs it)", fmt.Sprintf(fixTun, name))
-	} else {
-		add("/dev/net/tun", StatusOK, "can open", "")
-	}
-	for _, b := range []string{"newuidmap", "newgidmap"} {
-		if p := facts.Paths[b]; p != "" && !host.HasFileCapsOrSetuid(p) {
-			add(b+" privileges", StatusFail, p+" is neither setuid root nor has file capabilities", fixIDMap)
-		}
-	}
-
-	cg, err := host.DetectCgroups()
-	facts.Cgroups = cg
-	switch {
-	case err != nil:
-		add("cgroups", StatusFail, err.Error(), "mount cgroups at /sys/fs/cgroup")
-	case cg.Mode == host.CgroupUnknown:
-		add("cgroups", StatusFail, "no cgroup hierarchy at /sys/fs/cgroup", "mount cgroup2 at /sys/fs/cgroup")
-	default:
-		add("cgroups", StatusOK, string(cg.Mode), "")
-		if len(cg.Unmounted) > 0 {
-			add("cgroup controllers", StatusWarn, "enabled but not mounted: "+strings.Join(cg.Unmounted, ","),
-				"container stats read 0 until root mounts them (mount -t cgroup -o <controller> cgroup /sys/fs/cgroup/<controller>)")
-		}
-	}
-	parent, err := delegated(uid, opts.CgroupParent)
-	if err != nil {
-		add("cgroup delegation", StatusFail, err.Error(), fmt.Sprintf(fixDelegation, uid, name, uid))
-	} else {
-		facts.CgroupParent = parent
-		add("cgroup delegation", StatusOK, parent+" is writable in every hierarchy", "")
-	}
-	return r
 }
 
 // delegated returns the cgroup subtree the user may use: want when set
