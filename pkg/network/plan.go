@@ -80,14 +80,39 @@ func (p Plan) node(i int) (NodeRoute, bool) {
 
 // validate reports every problem of a normalized plan at once.
 func (p Plan) validate() error {
-	var errs []error
-	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	var errs problems
 	if msgs := validation.IsDNS1123Label(p.Cluster); len(msgs) > 0 {
-		add("cluster name %q: %s", p.Cluster, strings.Join(msgs, "; "))
+		errs.add("cluster name %q: %s", p.Cluster, strings.Join(msgs, "; "))
 	}
+	if !p.validatePrefixes(&errs) {
+		return errors.Join(errs...)
+	}
+	if p.NodeCIDR.Bits() > 30 {
+		errs.add("node CIDR %s has no room for the bridge and a node", p.NodeCIDR)
+	}
+	if !p.NodeCIDR.Contains(p.BridgeIP) || !isHost(p.NodeCIDR, p.BridgeIP) {
+		errs.add("bridge IP %s is not a host address of node CIDR %s", p.BridgeIP, p.NodeCIDR)
+	}
+	if p.ServiceVia.IsValid() && (!p.NodeCIDR.Contains(p.ServiceVia) || p.ServiceVia == p.BridgeIP) {
+		errs.add("service route via %s: not a node address in node CIDR %s", p.ServiceVia, p.NodeCIDR)
+	}
+	p.validateNodes(&errs)
+	return errors.Join(errs...)
+}
+
+// problems collects validation errors.
+type problems []error
+
+func (e *problems) add(format string, args ...any) { *e = append(*e, fmt.Errorf(format, args...)) }
+
+// validatePrefixes checks that the node, cluster and service CIDRs (and the
+// whole range, when set) are IPv4 prefixes and that the first three do not
+// overlap. It returns false when one of the three is not a prefix: the
+// checks that use them would only repeat that.
+func (p Plan) validatePrefixes(errs *problems) bool {
 	v4 := func(what string, pr netip.Prefix) bool {
 		if !pr.IsValid() || !pr.Addr().Is4() {
-			add("%s %q is not an IPv4 prefix", what, pr)
+			errs.add("%s %q is not an IPv4 prefix", what, pr)
 			return false
 		}
 		return true
@@ -104,52 +129,48 @@ func (p Plan) validate() error {
 		v4("whole cluster range", p.Whole)
 	}
 	if !ok {
-		return errors.Join(errs...)
+		return false
 	}
 	for i := range named {
 		for _, b := range named[i+1:] {
 			if named[i].pr.Overlaps(b.pr) {
-				add("%s %s overlaps %s %s", named[i].what, named[i].pr, b.what, b.pr)
+				errs.add("%s %s overlaps %s %s", named[i].what, named[i].pr, b.what, b.pr)
 			}
 		}
 	}
-	if p.NodeCIDR.Bits() > 30 {
-		add("node CIDR %s has no room for the bridge and a node", p.NodeCIDR)
-	}
-	if !p.NodeCIDR.Contains(p.BridgeIP) || !isHost(p.NodeCIDR, p.BridgeIP) {
-		add("bridge IP %s is not a host address of node CIDR %s", p.BridgeIP, p.NodeCIDR)
-	}
-	if p.ServiceVia.IsValid() && (!p.NodeCIDR.Contains(p.ServiceVia) || p.ServiceVia == p.BridgeIP) {
-		add("service route via %s: not a node address in node CIDR %s", p.ServiceVia, p.NodeCIDR)
-	}
+	return true
+}
+
+// validateNodes checks the nodes' indexes, IPs and pod CIDRs, alone and
+// against each other.
+func (p Plan) validateNodes(errs *problems) {
 	seen := map[int]bool{}
 	for j, n := range p.Nodes {
 		if n.Index < 0 || n.Index > MaxNodeIndex {
-			add("node index %d is outside 0..%d", n.Index, MaxNodeIndex)
+			errs.add("node index %d is outside 0..%d", n.Index, MaxNodeIndex)
 		}
 		if seen[n.Index] {
-			add("node index %d appears twice", n.Index)
+			errs.add("node index %d appears twice", n.Index)
 		}
 		seen[n.Index] = true
 		switch {
 		case n.Local && n.IP.IsValid() && n.IP != p.BridgeIP:
-			add("node %d is local but its IP %s is not the bridge IP %s", n.Index, n.IP, p.BridgeIP)
+			errs.add("node %d is local but its IP %s is not the bridge IP %s", n.Index, n.IP, p.BridgeIP)
 		case !n.Local && (!p.NodeCIDR.Contains(n.IP) || !isHost(p.NodeCIDR, n.IP) || n.IP == p.BridgeIP):
-			add("node %d IP %s is not a free host address of node CIDR %s", n.Index, n.IP, p.NodeCIDR)
+			errs.add("node %d IP %s is not a free host address of node CIDR %s", n.Index, n.IP, p.NodeCIDR)
 		}
 		if !n.PodCIDR.IsValid() || !contains(p.ClusterCIDR, n.PodCIDR) {
-			add("node %d pod CIDR %s is not inside cluster CIDR %s", n.Index, n.PodCIDR, p.ClusterCIDR)
+			errs.add("node %d pod CIDR %s is not inside cluster CIDR %s", n.Index, n.PodCIDR, p.ClusterCIDR)
 		}
 		for _, o := range p.Nodes[j+1:] {
 			if n.PodCIDR.IsValid() && n.PodCIDR.Overlaps(o.PodCIDR) {
-				add("pod CIDRs of nodes %d (%s) and %d (%s) overlap", n.Index, n.PodCIDR, o.Index, o.PodCIDR)
+				errs.add("pod CIDRs of nodes %d (%s) and %d (%s) overlap", n.Index, n.PodCIDR, o.Index, o.PodCIDR)
 			}
 			if !n.Local && n.IP == o.IP {
-				add("nodes %d and %d share IP %s", n.Index, o.Index, n.IP)
+				errs.add("nodes %d and %d share IP %s", n.Index, o.Index, n.IP)
 			}
 		}
 	}
-	return errors.Join(errs...)
 }
 
 // isHost reports whether a is neither the network nor the broadcast address
