@@ -71,43 +71,66 @@ func (c *Config) Validate() error {
 	return fmt.Errorf("%w (%d %s):\n%w", ErrInvalid, len(errs), noun, errors.Join(errs...))
 }
 
+// validateNetwork checks --cidr, --node-cidr, --service-cidr, --cluster-cidr
+// and --node-cidr-mask-size, and that the address plan has room for --nodes.
 func (c *Config) validateNetwork() []error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
-	parse := func(flag, value string) (netip.Prefix, bool) {
-		p, err := netip.ParsePrefix(value)
-		switch {
-		case value == "":
-			add("--%s: missing (set it, or a --cidr of /20 or larger to derive it from)", flag)
-		case err != nil:
-			add("--%s %q: not a CIDR: %v", flag, value, err)
-		case !p.Addr().Is4():
-			add("--%s %q: only IPv4 is supported", flag, value)
-		case p != p.Masked():
-			add("--%s %q: host bits set; did you mean %s?", flag, value, p.Masked())
-		default:
-			return p, true
-		}
-		return p, false
-	}
-	whole, wholeOK := parse("cidr", c.CIDR)
+	whole, wholeOK := parseCIDRFlag(add, "cidr", c.CIDR)
 	if wholeOK && whole.Bits() > 20 {
 		add("--cidr %s: must be /20 or larger to hold the node network, service CIDR and pod CIDRs", c.CIDR)
 	}
-	private := fmt.Sprintf("not a private range: this host would route it into the cluster, away from the real hosts of those addresses; use a range inside %s", prefixList(PrivateRanges))
 	if wholeOK && !IsPrivate(whole) {
-		add("--cidr %s: %s, e.g. the default %s", whole, private, DefaultCIDR)
+		add("--cidr %s: %s, e.g. the default %s", whole, notPrivate(), DefaultCIDR)
 	}
+	c.validateSubnets(add, whole, wholeOK)
+	if len(errs) == 0 {
+		n, _ := c.Network()
+		if c.Nodes > n.MaxNodes() && c.Nodes <= MaxNodes {
+			add("--nodes %d: the address plan has room for %d nodes (pod CIDRs of /%d in %s, addresses in %s)", c.Nodes, n.MaxNodes(), c.NodeCIDRMaskSize, n.Cluster, n.Node)
+		}
+	}
+	return errs
+}
+
+// notPrivate explains why a range outside PrivateRanges is refused.
+func notPrivate() string {
+	return fmt.Sprintf("not a private range: this host would route it into the cluster, away from the real hosts of those addresses; use a range inside %s", prefixList(PrivateRanges))
+}
+
+// parseCIDRFlag parses the value of --flag as a masked IPv4 prefix; on a
+// problem it calls add and returns false.
+func parseCIDRFlag(add func(format string, args ...any), flag, value string) (netip.Prefix, bool) {
+	p, err := netip.ParsePrefix(value)
+	switch {
+	case value == "":
+		add("--%s: missing (set it, or a --cidr of /20 or larger to derive it from)", flag)
+	case err != nil:
+		add("--%s %q: not a CIDR: %v", flag, value, err)
+	case !p.Addr().Is4():
+		add("--%s %q: only IPv4 is supported", flag, value)
+	case p != p.Masked():
+		add("--%s %q: host bits set; did you mean %s?", flag, value, p.Masked())
+	default:
+		return p, true
+	}
+	return p, false
+}
+
+// validateSubnets checks --node-cidr, --service-cidr and --cluster-cidr:
+// each private (or inside --cidr, whole, when wholeOK), large enough, not
+// overlapping; and --node-cidr-mask-size against the cluster CIDR.
+func (c *Config) validateSubnets(add func(format string, args ...any), whole netip.Prefix, wholeOK bool) {
 	named := []struct {
 		flag string
 		p    netip.Prefix
 		ok   bool
 	}{{flag: "node-cidr"}, {flag: "service-cidr"}, {flag: "cluster-cidr"}}
 	for i, v := range []string{c.NodeCIDR, c.ServiceCIDR, c.ClusterCIDR} {
-		named[i].p, named[i].ok = parse(named[i].flag, v)
+		named[i].p, named[i].ok = parseCIDRFlag(add, named[i].flag, v)
 		// One inside --cidr is reported with it.
 		if named[i].ok && !IsPrivate(named[i].p) && !(wholeOK && whole.Bits() <= named[i].p.Bits() && whole.Contains(named[i].p.Addr())) {
-			add("--%s %s: %s, or leave it unset to carve it from --cidr", named[i].flag, named[i].p, private)
+			add("--%s %s: %s, or leave it unset to carve it from --cidr", named[i].flag, named[i].p, notPrivate())
 		}
 	}
 	for i := range named {
@@ -127,13 +150,6 @@ func (c *Config) validateNetwork() []error {
 	if cluster.ok && (c.NodeCIDRMaskSize < cluster.p.Bits() || c.NodeCIDRMaskSize > 28) {
 		add("--node-cidr-mask-size %d: must be between the cluster CIDR's prefix /%d and 28", c.NodeCIDRMaskSize, cluster.p.Bits())
 	}
-	if len(errs) == 0 {
-		n, _ := c.Network()
-		if c.Nodes > n.MaxNodes() && c.Nodes <= MaxNodes {
-			add("--nodes %d: the address plan has room for %d nodes (pod CIDRs of /%d in %s, addresses in %s)", c.Nodes, n.MaxNodes(), c.NodeCIDRMaskSize, n.Cluster, n.Node)
-		}
-	}
-	return errs
 }
 
 func (c *Config) validatePaths() []error {
