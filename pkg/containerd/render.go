@@ -88,65 +88,86 @@ const maxShimSocketDir = maxSocketPath - 1 - 64
 // Validate reports every problem with c at once, joined. An empty
 // Snapshotter is valid and means SnapshotterOverlayfs.
 func (c Config) Validate() error {
-	var errs []error
-	abs := func(field, path string) {
-		switch {
-		case path == "":
-			errs = append(errs, fmt.Errorf("%s: empty", field))
-		case !filepath.IsAbs(path):
-			errs = append(errs, fmt.Errorf("%s %q: not an absolute path", field, path))
-		}
+	var p problems
+	c.validateDaemon(&p)
+	c.validatePlugins(&p)
+	if err := errors.Join(p...); err != nil {
+		return fmt.Errorf("invalid containerd config: %w", err)
 	}
-	socket := func(field, path string) {
-		abs(field, path)
-		if len(path) > maxSocketPath {
-			errs = append(errs, fmt.Errorf("%s %q: %d bytes, a unix socket path has at most %d", field, path, len(path), maxSocketPath))
-		}
-	}
-	abs("root", c.Root)
-	abs("state", c.State)
-	socket("address", c.Address)
-	socket("ttrpc address", c.TTRPCAddress)
+	return nil
+}
+
+// validateDaemon checks containerd's own directories and sockets, the
+// sandbox image and the OCI runtime.
+func (c Config) validateDaemon(p *problems) {
+	p.abs("root", c.Root)
+	p.abs("state", c.State)
+	p.socket("address", c.Address)
+	p.socket("ttrpc address", c.TTRPCAddress)
 	if c.Address != "" && c.Address == c.TTRPCAddress {
-		errs = append(errs, fmt.Errorf("address and ttrpc address: both %q", c.Address))
+		p.add(fmt.Errorf("address and ttrpc address: both %q", c.Address))
 	}
 	if c.SandboxImage == "" {
-		errs = append(errs, errors.New("sandbox image: empty"))
+		p.add(errors.New("sandbox image: empty"))
 	}
 	if !runtimeName.MatchString(c.Runtime) {
-		errs = append(errs, fmt.Errorf("runtime %q: want lower-case letters, digits, '-' or '_'", c.Runtime))
+		p.add(fmt.Errorf("runtime %q: want lower-case letters, digits, '-' or '_'", c.Runtime))
 	}
-	abs("runtime binary", c.RuntimeBinary)
+	p.abs("runtime binary", c.RuntimeBinary)
 	if c.RuntimeRoot != "" {
-		abs("runtime root", c.RuntimeRoot)
+		p.abs("runtime root", c.RuntimeRoot)
 	}
+}
+
+// validatePlugins checks the settings of containerd's CNI, opt, registry,
+// shim and snapshotter plugins.
+func (c Config) validatePlugins(p *problems) {
 	if len(c.CNIBinDirs) == 0 {
-		errs = append(errs, errors.New("CNI bin dirs: none"))
+		p.add(errors.New("CNI bin dirs: none"))
 	}
 	for _, d := range c.CNIBinDirs {
-		abs("CNI bin dir", d)
+		p.abs("CNI bin dir", d)
 	}
-	abs("CNI conf dir", c.CNIConfDir)
-	abs("opt path", c.OptPath)
+	p.abs("CNI conf dir", c.CNIConfDir)
+	p.abs("opt path", c.OptPath)
 	if c.RegistryConfigPath != "" {
-		abs("registry config path", c.RegistryConfigPath)
+		p.abs("registry config path", c.RegistryConfigPath)
 	}
 	if c.ShimSocketDir != "" {
-		abs("shim socket dir", c.ShimSocketDir)
+		p.abs("shim socket dir", c.ShimSocketDir)
 		if len(c.ShimSocketDir) > maxShimSocketDir {
-			errs = append(errs, fmt.Errorf("shim socket dir %q: %d bytes, at most %d", c.ShimSocketDir, len(c.ShimSocketDir), maxShimSocketDir))
+			p.add(fmt.Errorf("shim socket dir %q: %d bytes, at most %d", c.ShimSocketDir, len(c.ShimSocketDir), maxShimSocketDir))
 		}
 	}
 	switch c.Snapshotter {
 	case "", SnapshotterOverlayfs, SnapshotterNative:
 	default:
-		errs = append(errs, fmt.Errorf("snapshotter %q: want %q or %q (others, like fuse-overlayfs, run as separate proxy plugins, which kubernix does not configure)",
+		p.add(fmt.Errorf("snapshotter %q: want %q or %q (others, like fuse-overlayfs, run as separate proxy plugins, which kubernix does not configure)",
 			c.Snapshotter, SnapshotterOverlayfs, SnapshotterNative))
 	}
-	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("invalid containerd config: %w", err)
+}
+
+// problems collects validation errors in check order.
+type problems []error
+
+func (p *problems) add(err error) { *p = append(*p, err) }
+
+// abs records a problem when path, the value of field, is empty or relative.
+func (p *problems) abs(field, path string) {
+	switch {
+	case path == "":
+		p.add(fmt.Errorf("%s: empty", field))
+	case !filepath.IsAbs(path):
+		p.add(fmt.Errorf("%s %q: not an absolute path", field, path))
 	}
-	return nil
+}
+
+// socket is abs for a unix socket path, which must also fit maxSocketPath.
+func (p *problems) socket(field, path string) {
+	p.abs(field, path)
+	if len(path) > maxSocketPath {
+		p.add(fmt.Errorf("%s %q: %d bytes, a unix socket path has at most %d", field, path, len(path), maxSocketPath))
+	}
 }
 
 // Render returns containerd's config.toml for c, from the template
