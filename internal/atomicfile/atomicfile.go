@@ -4,6 +4,7 @@
 package atomicfile
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 )
@@ -18,12 +19,27 @@ func Write(path string, data []byte, mode os.FileMode) error {
 	return WriteOwned(path, data, mode, -1, -1)
 }
 
+// WriteFunc is Write with the content streamed into the temporary file by
+// write, for content too large to hold in memory. An error from write is
+// returned as is, with the temporary file removed and path unchanged.
+func WriteFunc(path string, mode os.FileMode, write func(io.Writer) error) error {
+	return writeOwned(path, mode, -1, -1, write)
+}
+
 // WriteOwned is Write with the new file owned by uid and gid (each -1
 // keeps the process's own), set on the temporary file before the rename,
 // so path never has another owner or mode, not even for a moment. Changing
 // the owner needs CAP_CHOWN; without it the error wraps fs.ErrPermission
 // and path is unchanged.
-func WriteOwned(path string, data []byte, mode os.FileMode, uid, gid int) (err error) {
+func WriteOwned(path string, data []byte, mode os.FileMode, uid, gid int) error {
+	return writeOwned(path, mode, uid, gid, func(w io.Writer) error {
+		_, err := w.Write(data)
+		return err
+	})
+}
+
+// writeOwned is WriteOwned with the content written by write.
+func writeOwned(path string, mode os.FileMode, uid, gid int, write func(io.Writer) error) (err error) {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
 		return err
@@ -43,7 +59,7 @@ func WriteOwned(path string, data []byte, mode os.FileMode, uid, gid int) (err e
 	if err := f.Chmod(mode); err != nil {
 		return err
 	}
-	if _, err := f.Write(data); err != nil {
+	if err := write(f); err != nil {
 		return err
 	}
 	if err := f.Sync(); err != nil {

@@ -1,6 +1,8 @@
 package atomicfile
 
 import (
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -31,6 +33,51 @@ func TestWrite(t *testing.T) {
 	entries, _ := os.ReadDir(dir)
 	if len(entries) != 1 {
 		t.Errorf("temporary files left: %v", entries)
+	}
+}
+
+func TestWriteFunc(t *testing.T) {
+	failed := errors.New("write failed")
+	tests := []struct {
+		name    string
+		write   func(io.Writer) error
+		want    string // content of the file afterwards
+		wantErr error
+	}{
+		{"streamed", func(w io.Writer) error {
+			for _, s := range []string{"new ", "content"} {
+				if _, err := io.WriteString(w, s); err != nil {
+					return err
+				}
+			}
+			return nil
+		}, "new content", nil},
+		{"write fails midway", func(w io.Writer) error {
+			_, _ = io.WriteString(w, "partial")
+			return failed
+		}, "old", failed},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			p := filepath.Join(dir, "f")
+			if err := os.WriteFile(p, []byte("old"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			err := WriteFunc(p, 0o644, tt.write)
+			if !errors.Is(err, tt.wantErr) {
+				t.Fatalf("WriteFunc error = %v, want %v", err, tt.wantErr)
+			}
+			if got, _ := os.ReadFile(p); string(got) != tt.want {
+				t.Errorf("content = %q, want %q", got, tt.want)
+			}
+			if st, _ := os.Stat(p); tt.wantErr == nil && st.Mode().Perm() != 0o644 {
+				t.Errorf("mode = %v, want 0644", st.Mode().Perm())
+			}
+			if entries, _ := os.ReadDir(dir); len(entries) != 1 {
+				t.Errorf("temporary files left: %v", entries)
+			}
+		})
 	}
 }
 

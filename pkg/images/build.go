@@ -2,7 +2,7 @@ package images
 
 import (
 	"archive/tar"
-
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -21,6 +21,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/static"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/google/go-containerregistry/pkg/v1/types"
+
+	"github.com/kubernix/kubernix/internal/atomicfile"
 )
 
 // epoch is the fixed time of every layer entry and of the image config, so
@@ -56,67 +58,35 @@ func Build(b Builtin, binDir string, out string) error {
 	if err != nil {
 		return err
 	}
-	entries, err := layerEntries(b, binDir)
+	img, err := buildImage(b, binDir)
 	if err != nil {
 		return fmt.Errorf("build image %q: %w", b.Name, err)
 	}
-
-	dir := filepath.Dir(out)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(out), 0o755); err != nil {
 		return fmt.Errorf("build image %q: %w", b.Name, err)
 	}
-
-	layerFile, err := os.CreateTemp(dir, "."+filepath.Base(out)+".layer-*")
-	if err != nil {
-		return fmt.Errorf("build image %q: %w", b.Name, err)
-	}
-	layerPath := layerFile.Name()
-	defer os.Remove(layerPath)
-	err = writeLayer(layerFile, entries)
-	if cerr := layerFile.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("build image %q: write layer: %w", b.Name, err)
-	}
-
-	// The layer stays uncompressed, as `docker save` writes them: the
-	// tarball is larger, but importing it hashes it once (the layer digest
-	// is its diff ID) and unpacking it decompresses nothing, which is what
-	// a cluster start pays for on every node.
-	layerBytes, err := os.ReadFile(layerPath)
-	if err != nil {
-		return fmt.Errorf("build image %q: layer: %w", b.Name, err)
-	}
-	layer := static.NewLayer(layerBytes, types.DockerUncompressedLayer)
-	img, err := image(b, layer)
-	if err != nil {
-		return fmt.Errorf("build image %q: %w", b.Name, err)
-	}
-
-	tmp, err := os.CreateTemp(dir, "."+filepath.Base(out)+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("build image %q: %w", b.Name, err)
-	}
-	tmpPath := tmp.Name()
-	defer os.Remove(tmpPath) // fails harmlessly after the rename
-	err = tarball.Write(tag, img, tmp)
-	if err == nil {
-		err = tmp.Chmod(0o644)
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmpPath, out)
-	}
+	err = atomicfile.WriteFunc(out, 0o644, func(w io.Writer) error { return tarball.Write(tag, img, w) })
 	if err != nil {
 		return fmt.Errorf("build image %q: write %s: %w", b.Name, out, err)
 	}
 	return nil
+}
+
+// buildImage returns the image b, its one layer held in memory.
+func buildImage(b Builtin, binDir string) (v1.Image, error) {
+	entries, err := layerEntries(b, binDir)
+	if err != nil {
+		return nil, err
+	}
+	// The layer stays uncompressed, as `docker save` writes them: the
+	// tarball is larger, but importing it hashes it once (the layer digest
+	// is its diff ID) and unpacking it decompresses nothing, which is what
+	// a cluster start pays for on every node.
+	var layer bytes.Buffer
+	if err := writeLayer(&layer, entries); err != nil {
+		return nil, fmt.Errorf("write layer: %w", err)
+	}
+	return image(b, static.NewLayer(layer.Bytes(), types.DockerUncompressedLayer))
 }
 
 // image returns the single-layer image with b's config.
