@@ -164,33 +164,15 @@ func Start(ctx context.Context, cmd Command, log *slog.Logger) (*Process, error)
 	}
 	log = log.With("component", cmd.Name, "scope", cmd.Scope)
 	argv := cmd.Argv()
-	if err := cmd.validate(); err != nil {
-		return nil, fmt.Errorf("start %s: invalid command: %w", cmd.Name, err)
+	if err := prepareStart(ctx, cmd, log); err != nil {
+		return nil, err
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("start %s: %w", cmd.Name, err)
-	}
-	if err := os.MkdirAll(cmd.RunDir, 0o755); err != nil {
-		return nil, fmt.Errorf("start %s: %w", cmd.Name, err)
-	}
-	if err := claimRunDir(cmd.RunDir, log); err != nil {
-		return nil, fmt.Errorf("start %s: %w", cmd.Name, err)
-	}
-
-	if rotated, err := rotateOversized(cmd); err != nil {
-		log.Warn("log not rotated", "log", cmd.LogFile, "err", err)
-	} else if rotated {
-		log.Debug("rotated the log", "log", cmd.LogFile)
-	}
-	logf, err := OpenLog(cmd.LogFile)
+	now := time.Now()
+	logf, err := openStartLog(cmd, argv, now, log)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", cmd.Name, err)
 	}
 	defer logf.Close() // the child has its own copy once started
-	now := time.Now()
-	if _, err := fmt.Fprintf(logf, "--- kubernix: starting %s at %s\n", shellJoin(argv), now.Format(time.RFC3339)); err != nil {
-		return nil, fmt.Errorf("start %s: write log: %w", cmd.Name, err)
-	}
 
 	c := exec.Command(argv[0], argv[1:]...)
 	c.Env = cmd.Env
@@ -203,18 +185,7 @@ func Start(ctx context.Context, cmd Command, log *slog.Logger) (*Process, error)
 		return nil, fmt.Errorf("start %s: %s: %w", cmd.Name, shellJoin(argv), err)
 	}
 	pid := c.Process.Pid
-
-	// Not yet reaped, so /proc/<pid> exists even if the process already exited.
-	st, err := readProcStat(pid)
-	if err == nil {
-		changed, unset := envDiff(cmd.Env)
-		info := RunInfo{
-			Name: cmd.Name, Scope: cmd.Scope, Argv: argv, Wrapper: cmd.Wrapper,
-			Env: changed, EnvUnset: unset, Dir: cmd.dir(), LogFile: cmd.LogFile,
-			StopGroup: cmd.StopGroup, PID: pid, StartTime: st.startTime, StartedAt: now,
-		}
-		err = writeRun(cmd.RunDir, info)
-	}
+	startTime, err := recordStart(cmd, argv, pid, now)
 	if err != nil {
 		_ = c.Process.Kill()
 		_ = c.Wait()
@@ -222,12 +193,67 @@ func Start(ctx context.Context, cmd Command, log *slog.Logger) (*Process, error)
 	}
 
 	p := &Process{
-		cmd: cmd, pid: pid, startTime: st.startTime, log: log,
+		cmd: cmd, pid: pid, startTime: startTime, log: log,
 		done: make(chan struct{}), proc: c.Process,
 	}
 	log.Debug("started", "pid", pid, "argv", argv)
 	go p.reap(c, logf.Name())
 	return p, nil
+}
+
+// prepareStart checks cmd and ctx and claims cmd.RunDir (see claimRunDir)
+// for Start. Errors name the component.
+func prepareStart(ctx context.Context, cmd Command, log *slog.Logger) error {
+	if err := cmd.validate(); err != nil {
+		return fmt.Errorf("start %s: invalid command: %w", cmd.Name, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("start %s: %w", cmd.Name, err)
+	}
+	if err := os.MkdirAll(cmd.RunDir, 0o755); err != nil {
+		return fmt.Errorf("start %s: %w", cmd.Name, err)
+	}
+	if err := claimRunDir(cmd.RunDir, log); err != nil {
+		return fmt.Errorf("start %s: %w", cmd.Name, err)
+	}
+	return nil
+}
+
+// openStartLog rotates cmd's log if oversized (a failure is only logged),
+// opens it and writes Start's header line for argv started at now.
+func openStartLog(cmd Command, argv []string, now time.Time, log *slog.Logger) (*os.File, error) {
+	if rotated, err := rotateOversized(cmd); err != nil {
+		log.Warn("log not rotated", "log", cmd.LogFile, "err", err)
+	} else if rotated {
+		log.Debug("rotated the log", "log", cmd.LogFile)
+	}
+	logf, err := OpenLog(cmd.LogFile)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := fmt.Fprintf(logf, "--- kubernix: starting %s at %s\n", shellJoin(argv), now.Format(time.RFC3339)); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("write log: %w", err)
+	}
+	return logf, nil
+}
+
+// recordStart writes the run record of cmd, started as pid at now, to
+// cmd.RunDir and returns the process's start time (clock ticks since
+// boot). The child must not be reaped yet, so /proc/<pid> exists even if it
+// already exited.
+func recordStart(cmd Command, argv []string, pid int, now time.Time) (uint64, error) {
+	st, err := readProcStat(pid)
+	if err != nil {
+		return 0, err
+	}
+	changed, unset := envDiff(cmd.Env)
+	info := RunInfo{
+		Name: cmd.Name, Scope: cmd.Scope, Argv: argv, Wrapper: cmd.Wrapper,
+		Env: changed, EnvUnset: unset, Dir: cmd.dir(), LogFile: cmd.LogFile,
+		StopGroup: cmd.StopGroup, PID: pid, StartTime: st.startTime, StartedAt: now,
+	}
+	return st.startTime, writeRun(cmd.RunDir, info)
 }
 
 // OpenLog opens the log file at path for appending, creating it and its
