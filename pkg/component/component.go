@@ -230,65 +230,90 @@ func (r *Registry) Start(ctx context.Context, obs Observer) error {
 	ctx, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 
-	ready := map[string]chan struct{}{}
-	for _, c := range r.components {
-		ready[c.Name()] = make(chan struct{})
+	b := &boot{
+		r: r, cancel: cancel, obs: obs, needs: needs,
+		ready:  map[string]chan struct{}{},
+		phases: newPhaseTracker(r.components, obs),
+		errs:   make([]error, len(r.components)),
 	}
-	phases := newPhaseTracker(r.components, obs)
-	errs := make([]error, len(r.components))
+	for _, c := range r.components {
+		b.ready[c.Name()] = make(chan struct{})
+	}
 	var wg sync.WaitGroup
 	for i, c := range r.components {
-		wg.Go(func() {
-			for _, n := range needs[c.Name()] {
-				select {
-				case <-ready[n]:
-				case <-ctx.Done():
-					return // never started
-				}
-			}
-			if ctx.Err() != nil {
-				return
-			}
-			p := c.Phase()
-			phases.started(p)
-			t := Timing{Name: c.Name(), Phase: p.String(), Needs: needs[c.Name()], Started: time.Now()}
-			r.log.Debug("starting", "component", c.Name(), "phase", p)
-			stop, err := c.Start(ctx)
-			t.Ready = time.Now()
-			t.Elapsed = t.Ready.Sub(t.Started)
-			if err != nil {
-				err = fmt.Errorf("phase %s: start %s: %w", p, c.Name(), err)
-				t.Error = err.Error()
-				errs[i] = err
-				cancel(err)
-			} else {
-				r.mu.Lock()
-				r.started = append(r.started, started{name: c.Name(), needs: needs[c.Name()], stop: stop})
-				r.mu.Unlock()
-				r.log.Debug("ready", "component", c.Name(), "elapsed", t.Elapsed)
-			}
-			if obs != nil {
-				obs.ComponentDone(t)
-			}
-			if err == nil {
-				// The observer hears of the phase before dependants start.
-				phases.ready(p)
-				close(ready[c.Name()])
-			}
-		})
+		wg.Go(func() { b.start(ctx, i, c) })
 	}
 	wg.Wait()
+	return b.err(ctx)
+}
+
+// boot is one run of Registry.Start.
+type boot struct {
+	r      *Registry
+	cancel context.CancelCauseFunc // cancels the boot's ctx, the first failure its cause
+	obs    Observer
+	needs  map[string][]string      // see Registry.needs
+	ready  map[string]chan struct{} // by name, closed once it is ready
+	phases *phaseTracker
+	errs   []error // by index in r.components
+}
+
+// start starts c, the i-th component, once everything it needs is ready,
+// unless ctx, the boot's, is cancelled first.
+func (b *boot) start(ctx context.Context, i int, c Component) {
+	for _, n := range b.needs[c.Name()] {
+		select {
+		case <-b.ready[n]:
+		case <-ctx.Done():
+			return // never started
+		}
+	}
+	if ctx.Err() != nil {
+		return
+	}
+	p := c.Phase()
+	b.phases.started(p)
+	t := Timing{Name: c.Name(), Phase: p.String(), Needs: b.needs[c.Name()], Started: time.Now()}
+	b.r.log.Debug("starting", "component", c.Name(), "phase", p)
+	stop, err := c.Start(ctx)
+	t.Ready = time.Now()
+	t.Elapsed = t.Ready.Sub(t.Started)
+	if err != nil {
+		err = fmt.Errorf("phase %s: start %s: %w", p, c.Name(), err)
+		t.Error = err.Error()
+		b.errs[i] = err
+		b.cancel(err)
+	} else {
+		b.r.mu.Lock()
+		b.r.started = append(b.r.started, started{name: c.Name(), needs: b.needs[c.Name()], stop: stop})
+		b.r.mu.Unlock()
+		b.r.log.Debug("ready", "component", c.Name(), "elapsed", t.Elapsed)
+	}
+	if b.obs != nil {
+		b.obs.ComponentDone(t)
+	}
+	if err == nil {
+		// The observer hears of the phase before dependants start.
+		b.phases.ready(p)
+		close(b.ready[c.Name()])
+	}
+}
+
+// err returns, once every start has returned, the error of the component
+// that failed first, joined with the others' that were not cancellations;
+// else ctx's error when the boot was cancelled from outside.
+func (b *boot) err(ctx context.Context) error {
 	// Report the component that failed first, not those it cancelled.
 	if cause := context.Cause(ctx); cause != nil && !errors.Is(cause, context.Canceled) {
 		var rest []error
-		for _, err := range errs {
+		for _, err := range b.errs {
 			if err != nil && err != cause && !errors.Is(err, context.Canceled) {
 				rest = append(rest, err)
 			}
 		}
 		return errors.Join(append([]error{cause}, rest...)...)
 	}
-	if err := errors.Join(errs...); err != nil {
+	if err := errors.Join(b.errs...); err != nil {
 		return err
 	}
 	return ctx.Err() // cancelled from outside before everything started
