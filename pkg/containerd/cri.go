@@ -71,6 +71,22 @@ func (c *CRI) Close() error {
 	return c.conn.Close()
 }
 
+// Ping dials the containerd listening on socket and asks for its CRI
+// Version: nil when the CRI plugin serves. It is containerd's readiness
+// probe; the error, wrapping gRPC code Unavailable until containerd
+// serves, names the socket. ctx bounds the call.
+func Ping(ctx context.Context, socket string) error {
+	cri, err := Dial(ctx, socket)
+	if err != nil {
+		return err
+	}
+	defer cri.Close()
+	if _, err := cri.Version(ctx); err != nil {
+		return fmt.Errorf("%s: %w", socket, err)
+	}
+	return nil
+}
+
 // Version returns the runtime's name and version, e.g. "containerd v2.4.2".
 // It is the readiness probe of containerd: it fails (with gRPC code
 // Unavailable) until the CRI plugin serves.

@@ -337,6 +337,16 @@ func TestContainerd(t *testing.T) {
 	}
 	defer cri.Close()
 
+	t.Run("ping", func(t *testing.T) {
+		if err := Ping(ctx, socket); err != nil {
+			t.Errorf("Ping of the running containerd: %v", err)
+		}
+		missing := filepath.Join(t.TempDir(), "none.sock")
+		if err := Ping(ctx, missing); err == nil || !strings.Contains(err.Error(), missing) {
+			t.Errorf("Ping of %s = %v, want an error naming the socket", missing, err)
+		}
+	})
+
 	var imported ImportedImage
 	t.Run("import", func(t *testing.T) {
 		labels := map[string]string{LabelPinned: PinnedValue, LabelSource: tarball}
