@@ -337,18 +337,25 @@ func (f *Folder) listRefs(file, path string) ([]string, error) {
 	return readList(path)
 }
 
+// lockNode takes nd's import lock, which serializes the imports and
+// removals on a node, and returns its unlock and what the record holds of
+// file on nd then (nil for nothing).
+func (f *Folder) lockNode(nd Node, file string) (unlock func(), recorded *NodeImport) {
+	lock := f.nodeLocks[nd.Name]
+	lock.Lock()
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return lock.Unlock, f.record.get(file, nd.Name)
+}
+
 // importNode imports version st of file (at path; refs if it is a list)
 // into nd, unless (without force) the record has that version there
 // already. It pins and labels the images, records them, and releases the
 // images the node's previous version of the file provided but this one
 // does not.
 func (f *Folder) importNode(ctx context.Context, nd Node, file, path string, refs []string, st FileState, force bool) error {
-	lock := f.nodeLocks[nd.Name]
-	lock.Lock()
-	defer lock.Unlock()
-	f.mu.Lock()
-	prev := f.record.get(file, nd.Name)
-	f.mu.Unlock()
+	unlock, prev := f.lockNode(nd, file)
+	defer unlock()
 	if !force && prev != nil && prev.FileState.Equal(st) {
 		return nil // done meanwhile, e.g. by SyncNode
 	}
@@ -433,12 +440,8 @@ func describe(imgs []Image) string {
 // recorded for the node, a failure to list its images is not an error:
 // SyncNode finds such leftovers by their label when the node starts.
 func (f *Folder) removeFrom(ctx context.Context, nd Node, file string) error {
-	lock := f.nodeLocks[nd.Name]
-	lock.Lock()
-	defer lock.Unlock()
-	f.mu.Lock()
-	ni := f.record.get(file, nd.Name)
-	f.mu.Unlock()
+	unlock, ni := f.lockNode(nd, file)
+	defer unlock()
 	var refs []string
 	if ni != nil {
 		for _, img := range ni.Images {
