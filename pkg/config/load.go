@@ -20,6 +20,21 @@ const EnvPrefix = "KUBERNIX_"
 // variable or flag, or a failed Validate. The CLI exits 2 on it.
 var ErrInvalid = errors.New("invalid configuration")
 
+// Invalid returns nil when errs is empty, else every error of errs joined,
+// one a line, under ErrInvalid and their count: "invalid configuration (2
+// problems<where>):\n…". where (e.g. " on this host", or "") qualifies
+// the count.
+func Invalid(where string, errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	noun := "problems"
+	if len(errs) == 1 {
+		noun = "problem"
+	}
+	return fmt.Errorf("%w (%d %s%s):\n%w", ErrInvalid, len(errs), noun, where, errors.Join(errs...))
+}
+
 // Flags binds the command-line flags of every Config setting. Create it with
 // NewFlags before parsing, then pass it to Load.
 type Flags struct {

@@ -61,14 +61,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.validateNetwork()...)
 	errs = append(errs, c.validatePaths()...)
-	if len(errs) == 0 {
-		return nil
-	}
-	noun := "problems"
-	if len(errs) == 1 {
-		noun = "problem"
-	}
-	return fmt.Errorf("%w (%d %s):\n%w", ErrInvalid, len(errs), noun, errors.Join(errs...))
+	return Invalid("", errs)
 }
 
 // validateNetwork checks --cidr, --node-cidr, --service-cidr, --cluster-cidr
