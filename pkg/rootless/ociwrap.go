@@ -153,13 +153,9 @@ func RewriteSpec(in []byte, r Rewrite) (out []byte, changes []string, err error)
 
 // stripOOMScoreAdj removes process.oomScoreAdj from spec.
 func stripOOMScoreAdj(spec map[string]json.RawMessage) (changes []string, err error) {
-	raw, ok := spec["process"]
-	if !ok || isNull(raw) {
-		return nil, nil
-	}
-	var proc map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &proc); err != nil {
-		return nil, fmt.Errorf("parse OCI spec process: %w", err)
+	proc, ok, err := specField[map[string]json.RawMessage](spec, "process", "process")
+	if !ok || err != nil {
+		return nil, err
 	}
 	v, ok := proc["oomScoreAdj"]
 	if !ok {
@@ -175,21 +171,13 @@ func stripOOMScoreAdj(spec map[string]json.RawMessage) (changes []string, err er
 // dropOwnNamespaces removes from spec's linux.namespaces those with a path
 // that own reports as the runtime's own.
 func dropOwnNamespaces(spec map[string]json.RawMessage, own func(typ, path string) bool) (changes []string, err error) {
-	raw, ok := spec["linux"]
-	if !ok || isNull(raw) {
-		return nil, nil
+	linux, ok, err := specField[map[string]json.RawMessage](spec, "linux", "linux")
+	if !ok || err != nil {
+		return nil, err
 	}
-	var linux map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &linux); err != nil {
-		return nil, fmt.Errorf("parse OCI spec linux: %w", err)
-	}
-	nsRaw, ok := linux["namespaces"]
-	if !ok || isNull(nsRaw) {
-		return nil, nil
-	}
-	var nss []map[string]json.RawMessage
-	if err := json.Unmarshal(nsRaw, &nss); err != nil {
-		return nil, fmt.Errorf("parse OCI spec linux.namespaces: %w", err)
+	nss, ok, err := specField[[]map[string]json.RawMessage](linux, "namespaces", "linux.namespaces")
+	if !ok || err != nil {
+		return nil, err
 	}
 	kept := make([]map[string]json.RawMessage, 0, len(nss))
 	for _, ns := range nss {
@@ -221,13 +209,12 @@ func bindProcWithoutPIDNS(spec map[string]json.RawMessage) (changes []string, er
 	if err != nil {
 		return nil, err
 	}
-	raw, ok := spec["mounts"]
-	if !ok || !hostPID || isNull(raw) {
+	if !hostPID {
 		return nil, nil
 	}
-	var mounts []map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &mounts); err != nil {
-		return nil, fmt.Errorf("parse OCI spec mounts: %w", err)
+	mounts, ok, err := specField[[]map[string]json.RawMessage](spec, "mounts", "mounts")
+	if !ok || err != nil {
+		return nil, err
 	}
 	replaced := false
 	for i, m := range mounts {
@@ -253,6 +240,19 @@ func bindProcWithoutPIDNS(spec map[string]json.RawMessage) (changes []string, er
 		return nil, err
 	}
 	return []string{"no pid namespace: /proc bind-mounted instead of a new proc"}, nil
+}
+
+// specField decodes obj[key], the spec's field named path (for errors),
+// into a T; ok is false when the field is absent or null.
+func specField[T any](obj map[string]json.RawMessage, key, path string) (v T, ok bool, err error) {
+	raw, ok := obj[key]
+	if !ok || isNull(raw) {
+		return v, false, nil
+	}
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return v, false, fmt.Errorf("parse OCI spec %s: %w", path, err)
+	}
+	return v, true, nil
 }
 
 // sharesHostPID reports whether the spec's linux.namespaces lacks a pid
