@@ -16,6 +16,7 @@ import (
 
 	"github.com/kubernix/kubernix/pkg/cli/common"
 	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/process"
 )
 
 // A supervisor that `kubernix up` starts (detached, or inside rootlesskit)
@@ -232,4 +233,13 @@ func (s *started) waitReady(ctx context.Context, env *common.Env, r io.Reader, p
 		<-s.done
 	}
 	return err
+}
+
+// withLogTail adds the last lines of the log at logPath to err.
+func withLogTail(err error, logPath string) error {
+	tail, _ := process.Tail(logPath, 20)
+	if len(tail) == 0 {
+		return err
+	}
+	return fmt.Errorf("%w; last lines of %s:\n%s", err, logPath, strings.Join(tail, "\n"))
 }

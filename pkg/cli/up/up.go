@@ -6,17 +6,13 @@ package up
 
 import (
 	"context"
-	"encoding/csv"
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
-	"slices"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -304,52 +300,4 @@ func startSupervisor(f *flags, port int, lock *cluster.StateLock, logFile, notif
 		return nil, fmt.Errorf("start supervisor: %w", err)
 	}
 	return sup, nil
-}
-
-// withLogTail adds the last lines of the log at logPath to err.
-func withLogTail(err error, logPath string) error {
-	tail, _ := process.Tail(logPath, 20)
-	if len(tail) == 0 {
-		return err
-	}
-	return fmt.Errorf("%w; last lines of %s:\n%s", err, logPath, strings.Join(tail, "\n"))
-}
-
-// internalFlags are up's flags that only kubernix itself sets, on a
-// supervisor it starts, and --detach.
-var internalFlags = []string{"detach", "notify-fd", "notify-path", "rootless-child"}
-
-// passThroughArgs returns the flags set on the command line (parsed: up's
-// own and the global ones, after parsing) as --name=value, for a
-// supervisor that up starts: all but internalFlags and those in set, then
-// those of set, by name. The supervisor parses them to the same settings
-// whatever the short forms, grouping and order on the command line.
-func passThroughArgs(parsed *pflag.FlagSet, set map[string]string) []string {
-	var args []string
-	parsed.Visit(func(fl *pflag.Flag) {
-		if slices.Contains(internalFlags, fl.Name) {
-			return
-		}
-		if _, ok := set[fl.Name]; ok {
-			return
-		}
-		value := fl.Value.String()
-		if sv, ok := fl.Value.(pflag.SliceValue); ok { // String() is "[a,b]"
-			value = csvLine(sv.GetSlice())
-		}
-		args = append(args, "--"+fl.Name+"="+value)
-	})
-	for _, name := range slices.Sorted(maps.Keys(set)) {
-		args = append(args, "--"+name+"="+set[name])
-	}
-	return args
-}
-
-// csvLine is values as one CSV record, as pflag's slice flags read it.
-func csvLine(values []string) string {
-	var b strings.Builder
-	w := csv.NewWriter(&b)
-	_ = w.Write(values)
-	w.Flush()
-	return strings.TrimSuffix(b.String(), "\n")
 }
