@@ -36,9 +36,9 @@ func TestRun(t *testing.T) {
 		wantErr string
 		before  func(t *testing.T)
 	}{
-		{name: "cold", args: common, want: []string{"built registry.k8s.io/pause:3.10.2", "built registry.k8s.io/coredns/coredns:v1.14.6", "built registry.k8s.io/e2e-test-images/agnhost:2.66.1"}},
-		{name: "warm", args: common, before: sameTimes(dir), want: []string{"up-to-date registry.k8s.io/pause:3.10.2", "up-to-date registry.k8s.io/coredns/coredns:v1.14.6", "up-to-date registry.k8s.io/e2e-test-images/agnhost:2.66.1"}},
-		{name: "forced by name", args: append(append([]string{}, common...), "-force", "coredns"), want: []string{"built registry.k8s.io/coredns/coredns:v1.14.6"}},
+		{name: "cold", args: common, want: []string{"built " + images.PauseRef(), "built " + images.CoreDNSRef(), "built " + images.AgnhostRef()}},
+		{name: "warm", args: common, before: sameTimes(dir), want: []string{"up-to-date " + images.PauseRef(), "up-to-date " + images.CoreDNSRef(), "up-to-date " + images.AgnhostRef()}},
+		{name: "forced by name", args: append(append([]string{}, common...), "-force", "coredns"), want: []string{"built " + images.CoreDNSRef()}},
 		{name: "unknown name", args: append(append([]string{}, common...), "pause", "nope"), wantErr: "unknown image nope; known: pause, coredns, agnhost"},
 		{name: "no busybox", args: []string{"-bin-dir", binDir, "-out", t.TempDir(), "-busybox", filepath.Join(dir, "none"), "agnhost"}, wantErr: images.BusyboxPackage},
 	}

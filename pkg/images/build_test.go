@@ -100,9 +100,9 @@ func TestBuiltins(t *testing.T) {
 		name, ref, binary, path, fileName string
 		cmd                               []string
 	}{
-		{"pause", "registry.k8s.io/pause:3.10.2", "pause", "/pause", "pause.tar", nil},
-		{"coredns", "registry.k8s.io/coredns/coredns:v1.14.6", "coredns", "/coredns", "coredns.tar", nil},
-		{"agnhost", "registry.k8s.io/e2e-test-images/agnhost:2.66.1", "agnhost", "/agnhost", "agnhost.tar", []string{"pause"}},
+		{"pause", PauseRef(), "pause", "/pause", "pause.tar", nil},
+		{"coredns", CoreDNSRef(), "coredns", "/coredns", "coredns.tar", nil},
+		{"agnhost", AgnhostRef(), "agnhost", "/agnhost", "agnhost.tar", []string{"pause"}},
 	}
 	all := Builtins()
 	if len(all) != len(tests) {

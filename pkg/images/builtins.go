@@ -19,6 +19,8 @@ import (
 	"slices"
 
 	"github.com/google/go-containerregistry/pkg/name"
+
+	"github.com/kubernix/kubernix/assets"
 )
 
 // BusyboxSource is where Debian's busybox-static package installs the static
@@ -75,34 +77,51 @@ type File struct {
 	Mode fs.FileMode
 }
 
+// PauseRef is the reference of the pod sandbox image, tagged with
+// PAUSE_VERSION of assets/versions.env (containerd v2.4.2's
+// DefaultSandboxImage and kubeadm's PauseVersion for Kubernetes 1.37), e.g.
+// "registry.k8s.io/pause:3.10.2". containerd pins it as its sandbox image.
+func PauseRef() string { return "registry.k8s.io/pause:" + assets.Version("PAUSE_VERSION") }
+
+// CoreDNSRef is the reference of the CoreDNS image under kubeadm's name for
+// it, tagged with COREDNS_VERSION of assets/versions.env (the version the
+// Makefile builds), e.g. "registry.k8s.io/coredns/coredns:v1.14.6". The
+// CoreDNS addon's Deployment asks for it.
+func CoreDNSRef() string {
+	return "registry.k8s.io/coredns/coredns:" + assets.Version("COREDNS_VERSION")
+}
+
+// AgnhostRef is the reference of the e2e test image agnhost, tagged with
+// AGNHOST_VERSION of assets/versions.env (test/images/agnhost/VERSION in the
+// pinned Kubernetes), e.g. "registry.k8s.io/e2e-test-images/agnhost:2.66.1".
+func AgnhostRef() string {
+	return "registry.k8s.io/e2e-test-images/agnhost:" + assets.Version("AGNHOST_VERSION")
+}
+
 // Builtins returns the built-in images, in a fixed order: pause, coredns,
 // agnhost. The slice is new on every call; callers may change it.
 func Builtins() []Builtin {
 	return []Builtin{
 		{
-			// containerd v2.4.2's DefaultSandboxImage and kubeadm's
-			// PauseVersion for Kubernetes 1.37.
 			Name:       "pause",
-			Ref:        "registry.k8s.io/pause:3.10.2",
+			Ref:        PauseRef(),
 			Binary:     "pause",
 			Path:       "/pause",
 			Entrypoint: []string{"/pause"},
 		},
 		{
-			// kubeadm's CoreDNSVersion for Kubernetes 1.37.
 			Name:       "coredns",
-			Ref:        "registry.k8s.io/coredns/coredns:v1.14.6",
+			Ref:        CoreDNSRef(),
 			Binary:     "coredns",
 			Path:       "/coredns",
 			Entrypoint: []string{"/coredns"},
 		},
 		{
-			// test/images/agnhost/VERSION in Kubernetes v1.37.2. Upstream is
-			// alpine based and the e2e tests exec shell tools in it, so
-			// busybox provides them. Like upstream it runs "agnhost pause"
-			// by default.
+			// Upstream is alpine based and the e2e tests exec shell tools
+			// in it, so busybox provides them. Like upstream it runs
+			// "agnhost pause" by default.
 			Name:       "agnhost",
-			Ref:        "registry.k8s.io/e2e-test-images/agnhost:2.66.1",
+			Ref:        AgnhostRef(),
 			Binary:     "agnhost",
 			Path:       "/agnhost",
 			Entrypoint: []string{"/agnhost"},

@@ -1,7 +1,6 @@
 package up
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -13,7 +12,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -46,15 +44,69 @@ func runRootless(ctx context.Context, env *common.Env, cfg config.Config, f *fla
 	if pid, ok := cluster.Running(paths); ok {
 		return fmt.Errorf("%w: %s (supervisor pid %d); use another --name, or `kubernix down --name %s`", cluster.ErrTaken, cfg.Name, pid, cfg.Name)
 	}
-	report, facts, err := common.Check(ctx, cfg)
+	kit, err := prepareRootless(ctx, env, &cfg)
 	if err != nil {
-		report.Failures().Print(env.Streams.Err)
 		return err
 	}
-	log := env.Logger(cfg)
-	port, err := cluster.ChoosePortOn(hostLoopback, cfg.APIServerPort)
+	notifyPath := filepath.Join(paths.Run(cluster.SupervisorScope, ""), "notify")
+	notify, err := openFIFO(notifyPath)
 	if err != nil {
 		return err
+	}
+	defer notify.Close()
+	if kit.Argv, err = rootlessChildArgv(f, cfg, notifyPath); err != nil {
+		return err
+	}
+	if err := kit.Validate(); err != nil {
+		return fmt.Errorf("rootlesskit: %w", err)
+	}
+	logPath := paths.Log(cluster.SupervisorScope, "supervisor")
+	logFile, err := process.OpenLog(logPath)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	sup, err := startRootlesskit(env, kit, f.detach, lock, logFile)
+	if err != nil {
+		return err
+	}
+	if err := process.Record(paths.Run(cluster.RootlesskitScope, cluster.RootlesskitName), cluster.RootlesskitName,
+		cluster.RootlesskitScope, sup.cmd.Process.Pid, sup.cmd.Args, logPath); err != nil {
+		env.Logger(cfg).Warn("recording rootlesskit", "pid", sup.cmd.Process.Pid, "err", err)
+	}
+	go func() {
+		<-sup.done
+		notify.writersGone()
+	}()
+	var progress io.Writer // in the foreground the supervisor writes to our streams itself
+	if f.detach {
+		progress = env.Streams.Out
+	}
+	if err := sup.waitReady(ctx, env, notify, progress); err != nil {
+		if errors.Is(err, errNoNotice) {
+			err = fmt.Errorf("rootlesskit exited before the cluster was ready (%v)", sup.err)
+		}
+		if f.detach && !strings.Contains(err.Error(), "\n") {
+			err = withLogTail(err, logPath)
+		}
+		return err
+	}
+	return superviseRootless(ctx, env, cfg, f.detach, sup, logPath)
+}
+
+// prepareRootless checks the host for a rootless cluster of cfg and records
+// the cluster as rootless. It sets cfg's apiserver port (free on the
+// host's loopback) and cgroup parent (the delegated one), and returns
+// rootlesskit's invocation, all but Argv.
+func prepareRootless(ctx context.Context, env *common.Env, cfg *config.Config) (rootless.Kit, error) {
+	report, facts, err := common.Check(ctx, *cfg)
+	if err != nil {
+		report.Failures().Print(env.Streams.Err)
+		return rootless.Kit{}, err
+	}
+	port, err := cluster.ChoosePortOn(hostLoopback, cfg.APIServerPort)
+	if err != nil {
+		return rootless.Kit{}, err
 	}
 	if port != cfg.APIServerPort {
 		common.Fprintf(env.Streams.Err, "apiserver port %d is in use on %s; using %d\n", cfg.APIServerPort, hostLoopback, port)
@@ -62,137 +114,120 @@ func runRootless(ctx context.Context, env *common.Env, cfg config.Config, f *fla
 	}
 	cfg.CgroupParent = facts.CgroupParent
 	if changed, err := rootless.FillCpuset(cfg.CgroupParent); err != nil {
-		return fmt.Errorf("cgroup %s: %w", cfg.CgroupParent, err)
+		return rootless.Kit{}, fmt.Errorf("cgroup %s: %w", cfg.CgroupParent, err)
 	} else if changed {
-		log.Info("gave the delegated cpuset cgroup its parent's CPUs and memory nodes", "cgroup", cfg.CgroupParent)
+		env.Logger(*cfg).Info("gave the delegated cpuset cgroup its parent's CPUs and memory nodes", "cgroup", cfg.CgroupParent)
 	}
 	n, err := cfg.Network()
 	if err != nil {
-		return err
+		return rootless.Kit{}, err
 	}
+	paths := cfg.Paths()
 	if err := paths.MakeState(); err != nil {
-		return err
+		return rootless.Kit{}, err
 	}
 	kitDir := rootless.StateDirFor(paths.State, os.TempDir(), os.Getuid())
 	if err := os.RemoveAll(kitDir); err != nil { // left by a killed rootlesskit
-		return err
+		return rootless.Kit{}, err
 	}
 	if err := os.MkdirAll(filepath.Dir(kitDir), 0o700); err != nil {
-		return err
+		return rootless.Kit{}, err
 	}
 	err = cluster.WriteRootless(paths, cluster.RootlessState{
 		UID: os.Getuid(), RootlesskitStateDir: kitDir,
 		HostAPIServer: netip.AddrPortFrom(hostLoopback, uint16(port)),
 	})
-	if err != nil {
-		return err
-	}
+	return rootless.Kit{
+		Rootlesskit: facts.Paths["rootlesskit"], Slirp4netns: facts.Paths["slirp4netns"], StateDir: kitDir,
+		HostIP: hostLoopback, HostPort: port, ChildIP: n.BridgeIP(), ChildPort: port,
+	}, err
+}
 
-	notifyPath := filepath.Join(paths.Run(cluster.SupervisorScope, ""), "notify")
-	notify, err := openFIFO(notifyPath)
-	if err != nil {
-		return err
-	}
-	defer func() {
-		notify.Close()
-		os.Remove(notifyPath)
-	}()
-
+// rootlessChildArgv is the command line of the supervisor inside
+// rootlesskit: this kubernix as `up --rootless-child` with the parsed
+// command line and what runRootless chose, reporting to notifyPath.
+func rootlessChildArgv(f *flags, cfg config.Config, notifyPath string) ([]string, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return err
+		return nil, err
 	}
 	// The state dir is explicit: inside, kubernix is root, whose default
 	// differs.
-	inner := []string{self, "up", "--rootless-child", "--notify-path", notifyPath, "--no-shell", "--state-dir", paths.State,
-		"--timeout", f.timeout.String(), "--apiserver-port", strconv.Itoa(port), "--cgroup-parent", cfg.CgroupParent}
-	if f.retain {
-		inner = append(inner, "--retain")
-	}
-	inner = append(inner, passThroughArgs(os.Args[1:])...)
-	kit := rootless.Kit{
-		Rootlesskit: facts.Paths["rootlesskit"], Slirp4netns: facts.Paths["slirp4netns"], StateDir: kitDir,
-		HostIP: hostLoopback, HostPort: port, ChildIP: n.BridgeIP(), ChildPort: port,
-		Argv: inner,
-	}
-	if err := kit.Validate(); err != nil {
-		return fmt.Errorf("rootlesskit: %w", err)
-	}
+	return append([]string{self, "up"}, passThroughArgs(f.parsed, map[string]string{
+		"rootless-child": "true", "notify-path": notifyPath, "no-shell": "true", "state-dir": cfg.Paths().State,
+		"apiserver-port": strconv.Itoa(cfg.APIServerPort), "cgroup-parent": cfg.CgroupParent,
+	})...), nil
+}
 
-	logPath := paths.Log(cluster.SupervisorScope, "supervisor")
-	logFile, err := process.OpenLog(logPath)
-	if err != nil {
-		return err
-	}
-	defer logFile.Close()
+// startRootlesskit starts kit with the lock as its stdin, which it hands
+// on to the supervisor inside. Detached, it runs in its own session with
+// its output to logFile; in the foreground, in its own process group (a
+// Ctrl-C on the terminal reaches only us, and we relay it once) with our
+// streams.
+func startRootlesskit(env *common.Env, kit rootless.Kit, detached bool, lock *cluster.StateLock, logFile *os.File) (*started, error) {
 	cmd := exec.Command(kit.Rootlesskit, kit.Args()...)
 	cmd.Env = os.Environ()
-	// rootlesskit hands its stdin to the supervisor inside: the lock.
 	cmd.Stdin = lock.File()
-	if f.detach {
+	if detached {
 		cmd.Stdout, cmd.Stderr = logFile, logFile
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	} else {
-		// Its own process group: a Ctrl-C on the terminal reaches only us,
-		// and we relay it once.
 		cmd.Stdout, cmd.Stderr = env.Streams.Out, env.Streams.Err
 		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	}
-	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("start rootlesskit: %w", err)
+	sup, err := start(cmd, "rootlesskit")
+	if err != nil {
+		return nil, fmt.Errorf("start rootlesskit: %w", err)
 	}
-	kitPID := cmd.Process.Pid
-	if err := process.Record(paths.Run(cluster.RootlesskitScope, cluster.RootlesskitName), cluster.RootlesskitName,
-		cluster.RootlesskitScope, kitPID, cmd.Args, logPath); err != nil {
-		log.Warn("recording rootlesskit", "pid", kitPID, "err", err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	return sup, nil
+}
 
-	ready, err := waitReady(ctx, env, notify, exited, f.detach)
-	if !ready {
-		if err == nil || errors.Is(err, context.Canceled) {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			<-exited
-		}
-		if f.detach {
-			if tail, _ := process.Tail(logPath, 20); len(tail) > 0 && !strings.Contains(fmt.Sprint(err), "\n") {
-				err = fmt.Errorf("%w; last lines of %s:\n%s", err, logPath, strings.Join(tail, "\n"))
-			}
-		}
-		return err
-	}
-	pid, _ := cluster.Running(paths)
-	if f.detach {
+// superviseRootless follows a rootless cluster once it is Ready. Detached,
+// it leaves rootlesskit running and returns. In the foreground it runs the
+// interactive shell, or waits for Ctrl-C or SIGTERM, then stops rootlesskit
+// (the supervisor inside brings the cluster down) and waits for it.
+func superviseRootless(ctx context.Context, env *common.Env, cfg config.Config, detached bool, kit *started, logPath string) error {
+	pid, _ := cluster.Running(cfg.Paths())
+	if detached {
 		common.Fprintf(env.Streams.Out, "supervisor running rootless as pid %d under rootlesskit pid %d (log %s); `kubernix down --name %s` stops it\n",
-			pid, kitPID, logPath, cfg.Name)
-		_ = cmd.Process.Release()
+			pid, kit.cmd.Process.Pid, logPath, cfg.Name)
+		_ = kit.cmd.Process.Release()
 		return nil
 	}
 	if !cfg.NoShell && cfg.Shell != "" && isTerminal(env.Streams.In) {
 		if err := runShell(ctx, env, cfg); err != nil {
-			log.Warn("shell", "err", err)
+			env.Logger(cfg).Warn("shell", "err", err)
 		}
 	} else {
 		common.Fprintf(env.Streams.Out, "supervising rootless (pid %d); Ctrl-C or SIGTERM brings the cluster down\n", pid)
 		select {
 		case <-ctx.Done():
-		case err := <-exited:
-			return fmt.Errorf("rootless supervisor exited: %v", err)
+		case <-kit.done:
+			return fmt.Errorf("rootless supervisor exited: %v", kit.err)
 		}
 	}
-	_ = cmd.Process.Signal(syscall.SIGTERM)
-	if err := <-exited; err != nil {
-		return fmt.Errorf("rootless supervisor: %w", err)
+	_ = kit.cmd.Process.Signal(syscall.SIGTERM)
+	<-kit.done
+	if kit.err != nil {
+		return fmt.Errorf("rootless supervisor: %w", kit.err)
 	}
 	return nil
 }
 
-// openFIFO (re)creates the FIFO at path and opens it for reading. It is
-// opened read-write, so the open does not wait for the writer and a writer
-// that closes it early does not end the reads: the caller watches the
-// writer's process instead.
-func openFIFO(path string) (*os.File, error) {
+// notifyFIFO is the reading end of the FIFO through which the rootless
+// supervisor reports (see notice).
+type notifyFIFO struct {
+	*os.File
+	path string
+	// keep is a writing end of our own: reads wait for notices, also
+	// before the supervisor opened its end, until writersGone.
+	keep *os.File
+}
+
+// openFIFO (re)creates the FIFO at path and opens it for reading. Neither
+// open waits for the supervisor. Reads end (io.EOF) only after
+// writersGone, once the supervisor's notices are read.
+func openFIFO(path string) (*notifyFIFO, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, err
 	}
@@ -202,83 +237,49 @@ func openFIFO(path string) (*os.File, error) {
 	if err := unix.Mkfifo(path, 0o600); err != nil {
 		return nil, fmt.Errorf("create notify FIFO %s: %w", path, err)
 	}
-	return os.OpenFile(path, os.O_RDWR, 0)
+	// Read-write, so the open does not wait for a reader; then the
+	// reader's open does not wait for a writer.
+	keep, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, err
+	}
+	r, err := os.OpenFile(path, os.O_RDONLY, 0)
+	if err != nil {
+		keep.Close()
+		return nil, err
+	}
+	return &notifyFIFO{File: r, path: path, keep: keep}, nil
 }
 
-// waitReady reads the child's notify lines until "ready" (true), an
-// "error" line, the child's exit or ctx's end. progress lines are printed
-// when detached (in the foreground the child writes to our streams
-// itself).
-func waitReady(ctx context.Context, env *common.Env, notify io.Reader, exited <-chan error, detached bool) (bool, error) {
-	lines := make(chan string)
-	go func() {
-		sc := bufio.NewScanner(notify)
-		for sc.Scan() {
-			lines <- sc.Text()
-		}
-		close(lines)
-	}()
-	for {
-		select {
-		case line, ok := <-lines:
-			switch {
-			case !ok:
-				return false, errors.New("notify FIFO closed before the cluster was ready")
-			case strings.HasPrefix(line, "progress "):
-				if detached {
-					common.Fprintf(env.Streams.Out, "%s\n", strings.TrimPrefix(line, "progress "))
-				}
-			case line == "ready":
-				return true, nil
-			case strings.HasPrefix(line, "error "):
-				err := errors.New(strings.ReplaceAll(strings.TrimPrefix(line, "error "), "\\n", "\n"))
-				select { // the child brings down what it started, then exits
-				case <-exited:
-				case <-time.After(5 * time.Minute):
-				}
-				return false, err
-			}
-		case err := <-exited:
-			return false, fmt.Errorf("rootlesskit exited before the cluster was ready (%v)", err)
-		case <-ctx.Done():
-			return false, ctx.Err()
-		}
-	}
+// writersGone says the supervisor exited: reads end after what it wrote.
+func (f *notifyFIFO) writersGone() { _ = f.keep.Close() }
+
+// Close closes both ends and removes the FIFO.
+func (f *notifyFIFO) Close() error {
+	f.writersGone()
+	err := f.File.Close()
+	_ = os.Remove(f.path)
+	return err
 }
 
 // runRootlessChild is `kubernix up --rootless-child`: the supervisor
 // inside rootlesskit's namespaces. It gives the paths the components
 // hard-code their own tmpfs, checks the host as seen from inside, and
 // supervises the cluster like a root `up` would, reporting to the parent
-// through the FIFO at --notify-path.
-func runRootlessChild(ctx context.Context, env *common.Env, cfg config.Config, f *flags) error {
-	var notify io.Writer
-	if f.notifyPath != "" {
-		nf, err := os.OpenFile(f.notifyPath, os.O_WRONLY, 0)
-		if err != nil {
-			return fmt.Errorf("open notify FIFO: %w", err)
-		}
-		defer nf.Close()
-		notify = nf
-	}
-	fail := func(err error) error {
-		if notify != nil {
-			fmt.Fprintf(notify, "error %s\n", strings.ReplaceAll(err.Error(), "\n", "\\n"))
-		}
-		return err
-	}
+// through the FIFO at --notify-path (run reports its error).
+func runRootlessChild(ctx context.Context, env *common.Env, cfg config.Config, f *flags, notify *notifier) error {
 	if err := rootless.PrepareMounts(host.InUserNamespace()); err != nil {
-		return fail(err)
+		return err
 	}
 	plan, report, err := common.Plan(ctx, cfg, true)
 	if err != nil {
 		if report != nil {
 			report.Failures().Print(env.Streams.Err)
 		}
-		return fail(err)
+		return err
 	}
 	if !plan.Rootless {
-		return fail(fmt.Errorf("%s is missing: --rootless-child is started by `kubernix up` as an ordinary user", cluster.RootlessFile(plan.Paths)))
+		return fmt.Errorf("%s is missing: --rootless-child is started by `kubernix up` as an ordinary user", cluster.RootlessFile(plan.Paths))
 	}
 	return supervise(ctx, env, cfg, f, plan, notify)
 }

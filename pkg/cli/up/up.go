@@ -5,7 +5,6 @@
 package up
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
@@ -14,11 +13,11 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/kubernix/kubernix/pkg/cli/common"
@@ -38,6 +37,9 @@ type flags struct {
 	// rootless.go); notifyPath is then the FIFO to the parent.
 	rootlessChild bool
 	notifyPath    string
+	// parsed is the parsed command line, which a supervisor that up
+	// starts gets (passThroughArgs).
+	parsed *pflag.FlagSet
 }
 
 // NewCommand returns `kubernix up`.
@@ -63,7 +65,10 @@ itself under rootlesskit (a user namespace with slirp4netns networking) and
 publishes the apiserver on 127.0.0.1; kubernix doctor lists what the host
 must provide for that.`,
 		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error { return run(cmd.Context(), env, f) },
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			f.parsed = cmd.Flags()
+			return run(cmd.Context(), env, f)
+		},
 	}
 	cmd.Flags().BoolVarP(&f.detach, "detach", "d", false, "start a background supervisor and return once the cluster is Ready")
 	cmd.Flags().BoolVar(&f.retain, "retain", false, "on failure, keep what was started for inspection (kubernix down removes it)")
@@ -77,7 +82,20 @@ must provide for that.`,
 	return cmd
 }
 
+// run is `kubernix up`. A supervisor that another kubernix started reports
+// its error, if any, to it (openNotifier).
 func run(ctx context.Context, env *common.Env, f *flags) error {
+	notify, err := openNotifier(f)
+	if err != nil {
+		return err
+	}
+	defer notify.Close()
+	err = runUp(ctx, env, f, notify)
+	notify.fail(err)
+	return err
+}
+
+func runUp(ctx context.Context, env *common.Env, f *flags, notify *notifier) error {
 	cfg, err := env.Config()
 	if err != nil {
 		return err
@@ -100,7 +118,7 @@ func run(ctx context.Context, env *common.Env, f *flags) error {
 			return err
 		}
 		defer lock.Close()
-		return runRootlessChild(ctx, env, cfg, f)
+		return runRootlessChild(ctx, env, cfg, f, notify)
 	}
 	switch doctor.DetectMode() {
 	case doctor.ModeRootless:
@@ -113,6 +131,13 @@ func run(ctx context.Context, env *common.Env, f *flags) error {
 	case doctor.ModeRootlessChild:
 		return errors.New("kubernix up runs as root, or as an ordinary user (it then starts rootlesskit itself), not as root of a user namespace")
 	}
+	return runAsRoot(ctx, env, cfg, f, notify, lockState)
+}
+
+// runAsRoot is `kubernix up` as root: it checks the input and the host,
+// takes the state dir's lock (lockState), and supervises the cluster here
+// or in a detached supervisor.
+func runAsRoot(ctx context.Context, env *common.Env, cfg config.Config, f *flags, notify *notifier, lockState func() (*cluster.StateLock, error)) error {
 	if pid, ok := cluster.Running(cfg.Paths()); ok {
 		return fmt.Errorf("%w: %s (supervisor pid %d); use another --name, or `kubernix down --name %s`", cluster.ErrTaken, cfg.Name, pid, cfg.Name)
 	}
@@ -153,36 +178,28 @@ func run(ctx context.Context, env *common.Env, f *flags) error {
 	if f.detach {
 		return detach(ctx, env, cfg, f, lock)
 	}
-	var notify io.Writer
-	if f.notifyFD > 0 {
-		nf := os.NewFile(uintptr(f.notifyFD), "notify")
-		defer nf.Close()
-		notify = nf
-	}
 	return supervise(ctx, env, cfg, f, plan, notify)
 }
 
-// supervise brings the planned cluster up, reports to notify (a detaching
-// parent's pipe, or nil), and supervises it until the context ends (or
-// the interactive shell exits), then brings it down.
-func supervise(ctx context.Context, env *common.Env, cfg config.Config, f *flags, plan *cluster.Plan, notify io.Writer) error {
+// supervise brings the planned cluster up, reports progress and readiness
+// to notify (the parent that started this supervisor, or nil), and
+// supervises it until the context ends (or the interactive shell exits),
+// then brings it down.
+func supervise(ctx context.Context, env *common.Env, cfg config.Config, f *flags, plan *cluster.Plan, notify *notifier) error {
 	log := env.Logger(cfg)
 	progress := env.Streams.Out
 	if notify != nil {
-		progress = io.MultiWriter(progress, prefixWriter{w: notify, prefix: "progress "})
+		progress = io.MultiWriter(progress, notify)
 	}
 	common.Fprintf(env.Streams.Out, "Starting %s\n", plan)
 	upCtx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
 	c, err := cluster.Up(upCtx, plan, log, cluster.Options{Progress: progress, Retain: f.retain})
 	if err != nil {
-		if notify != nil {
-			fmt.Fprintf(notify, "error %s\n", strings.ReplaceAll(err.Error(), "\n", "\\n"))
-		}
 		return err
 	}
-	if notify != nil {
-		fmt.Fprintln(notify, "ready")
+	if err := notify.ready(); err != nil {
+		log.Warn("report ready to the parent", "err", err)
 	}
 	interactive := !cfg.NoShell && cfg.Shell != "" && notify == nil && isTerminal(env.Streams.In)
 	if interactive {
@@ -193,24 +210,6 @@ func supervise(ctx context.Context, env *common.Env, cfg config.Config, f *flags
 	}
 	common.Fprintf(env.Streams.Out, "bringing cluster %q down\n", cfg.Name)
 	return errors.Join(err, c.Down(context.WithoutCancel(ctx)))
-}
-
-// prefixWriter prefixes every line written with prefix.
-type prefixWriter struct {
-	w      io.Writer
-	prefix string
-}
-
-func (p prefixWriter) Write(b []byte) (int, error) {
-	for _, line := range strings.SplitAfter(string(b), "\n") {
-		if line == "" {
-			continue
-		}
-		if _, err := io.WriteString(p.w, p.prefix+line); err != nil {
-			return 0, err
-		}
-	}
-	return len(b), nil
 }
 
 func isTerminal(r io.Reader) bool {
@@ -245,13 +244,9 @@ func runShell(ctx context.Context, env *common.Env, cfg config.Config) error {
 
 // detach starts `kubernix up` again as a background supervisor in its own
 // session, logging to <state>/supervisor.log, and relays its progress until
-// it reports ready (exit 0) or an error (exit 1, with its message). The
-// supervisor gets the state dir's lock as its stdin, and so holds it.
+// it reports ready (exit 0) or an error (its message, and its exit code).
+// The supervisor gets the state dir's lock as its stdin, and so holds it.
 func detach(ctx context.Context, env *common.Env, cfg config.Config, f *flags, lock *cluster.StateLock) error {
-	self, err := os.Executable()
-	if err != nil {
-		return err
-	}
 	logPath := cfg.Paths().Log(cluster.SupervisorScope, "supervisor")
 	if err := cfg.Paths().MakeState(); err != nil {
 		return err
@@ -265,72 +260,44 @@ func detach(ctx context.Context, env *common.Env, cfg config.Config, f *flags, l
 	if err != nil {
 		return err
 	}
-	args := []string{"up", "--notify-fd", "3", "--no-shell", "--timeout", f.timeout.String(),
-		"--apiserver-port", strconv.Itoa(cfg.APIServerPort)}
-	if f.retain {
-		args = append(args, "--retain")
+	defer r.Close()
+	sup, err := startSupervisor(f, cfg.APIServerPort, lock, logFile, w)
+	w.Close()
+	if err != nil {
+		return err
 	}
-	args = append(args, passThroughArgs(os.Args[1:])...)
+	err = sup.waitReady(ctx, env, r, env.Streams.Out)
+	if errors.Is(err, errNoNotice) {
+		return withLogTail(fmt.Errorf("supervisor exited before the cluster was ready (%v)", sup.err), logPath)
+	}
+	if err != nil {
+		return err
+	}
+	common.Fprintf(env.Streams.Out, "supervisor running as pid %d (log %s); `kubernix down --name %s` stops it\n", sup.cmd.Process.Pid, logPath, cfg.Name)
+	_ = sup.cmd.Process.Release()
+	return nil
+}
+
+// startSupervisor starts this kubernix as `up` with the parsed command line
+// (without --detach), in its own session, with notices to the pipe notify
+// (its fd 3), stdin the lock and output to logFile.
+func startSupervisor(f *flags, port int, lock *cluster.StateLock, logFile, notify *os.File) (*started, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"up"}, passThroughArgs(f.parsed, map[string]string{
+		"notify-fd": "3", "no-shell": "true", "apiserver-port": strconv.Itoa(port),
+	})...)
 	child := exec.Command(self, args...)
 	child.Stdin = lock.File()
 	child.Stdout, child.Stderr = logFile, logFile
-	child.ExtraFiles = []*os.File{w}
+	child.ExtraFiles = []*os.File{notify}
 	child.Env = os.Environ()
 	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := child.Start(); err != nil {
-		w.Close()
-		r.Close()
-		return fmt.Errorf("start supervisor: %w", err)
+	sup, err := start(child, "supervisor")
+	if err != nil {
+		return nil, fmt.Errorf("start supervisor: %w", err)
 	}
-	w.Close()
-	defer r.Close()
-	exited := make(chan error, 1)
-	go func() { exited <- child.Wait() }()
-	// Interrupted before Ready (Ctrl-C, SIGTERM): the supervisor is asked to
-	// abort, which undoes what it started and reports the error below.
-	handedOver := make(chan struct{})
-	defer close(handedOver)
-	go func() {
-		select {
-		case <-ctx.Done():
-			common.Fprintf(env.Streams.Err, "interrupted: stopping the supervisor (pid %d), which removes what it started\n", child.Process.Pid)
-			_ = child.Process.Signal(syscall.SIGTERM)
-		case <-handedOver:
-		}
-	}()
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		line := sc.Text()
-		switch {
-		case strings.HasPrefix(line, "progress "):
-			common.Fprintf(env.Streams.Out, "%s\n", strings.TrimPrefix(line, "progress "))
-		case line == "ready":
-			common.Fprintf(env.Streams.Out, "supervisor running as pid %d (log %s); `kubernix down --name %s` stops it\n", child.Process.Pid, logPath, cfg.Name)
-			_ = child.Process.Release()
-			return nil
-		case strings.HasPrefix(line, "error "):
-			<-exited
-			return errors.New(strings.ReplaceAll(strings.TrimPrefix(line, "error "), "\\n", "\n"))
-		}
-	}
-	select {
-	case err := <-exited:
-		tail, _ := process.Tail(logPath, 20)
-		return fmt.Errorf("supervisor exited before the cluster was ready (%v); last lines of %s:\n%s", err, logPath, strings.Join(tail, "\n"))
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-}
-
-// passThroughArgs drops --detach/-d from the command line, keeping the
-// global and config flags for the supervisor.
-func passThroughArgs(args []string) []string {
-	var out []string
-	for _, a := range args {
-		if a == "up" || a == "--detach" || a == "-d" || strings.HasPrefix(a, "--detach=") {
-			continue
-		}
-		out = append(out, a)
-	}
-	return out
+	return sup, nil
 }
