@@ -9,8 +9,6 @@ import (
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/kubernix/kubernix/pkg/component"
 )
 
 // controllerAccountsPrefix names the ClusterRoleBindings of the
@@ -19,43 +17,38 @@ import (
 // that name in kube-system.
 const controllerAccountsPrefix = "system:controller:"
 
-// controllerAccounts is a component that creates, as soon as the apiserver
+// makeControllerAccounts is the controller-accounts task: it creates, as soon as the apiserver
 // is ready, the service accounts that the bootstrap policy binds the
 // controllers' roles to. The controller-manager (with
 // --use-service-account-credentials) creates each itself, one after the
 // other, before any controller runs; made beforehand, in parallel, they
 // are only read. Nothing fails the boot here: what is not made, the
 // controller-manager still makes.
-type controllerAccounts struct{ c *Cluster }
-
-func (a controllerAccounts) Name() string           { return "controller-accounts" }
-func (a controllerAccounts) Phase() component.Phase { return component.Controller }
-
-func (a controllerAccounts) Start(ctx context.Context) (component.Stoppable, error) {
-	names, err := a.names(ctx)
+func (c *Cluster) makeControllerAccounts(ctx context.Context) error {
+	names, err := c.controllerAccounts(ctx)
 	if err != nil {
-		a.c.Log.Debug("controller service accounts not made in advance", "err", err)
+		c.Log.Debug("controller service accounts not made in advance", "err", err)
 	}
 	var g errgroup.Group
 	g.SetLimit(8)
 	for _, name := range names {
 		g.Go(func() error {
 			sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: metav1.NamespaceSystem}}
-			_, err := a.c.client.CoreV1().ServiceAccounts(metav1.NamespaceSystem).Create(ctx, sa, metav1.CreateOptions{FieldManager: "kubernix"})
+			_, err := c.client.CoreV1().ServiceAccounts(metav1.NamespaceSystem).Create(ctx, sa, metav1.CreateOptions{FieldManager: "kubernix"})
 			if err != nil && !apierrors.IsAlreadyExists(err) {
-				a.c.Log.Debug("controller service account not made in advance", "name", name, "err", err)
+				c.Log.Debug("controller service account not made in advance", "name", name, "err", err)
 			}
 			return nil // not fatal: the controller-manager makes what is missing
 		})
 	}
 	_ = g.Wait()
-	return component.StopFunc(func(context.Context) error { return nil }), nil
+	return nil
 }
 
-// names lists the kube-system service accounts bound by the controllers'
+// controllerAccounts lists the kube-system service accounts bound by the controllers'
 // bootstrap ClusterRoleBindings.
-func (a controllerAccounts) names(ctx context.Context) ([]string, error) {
-	crbs, err := a.c.client.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
+func (c *Cluster) controllerAccounts(ctx context.Context) ([]string, error) {
+	crbs, err := c.client.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return nil, err
 	}

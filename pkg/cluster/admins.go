@@ -10,7 +10,6 @@ import (
 	rbacv1ac "k8s.io/client-go/applyconfigurations/rbac/v1"
 	"k8s.io/client-go/util/retry"
 
-	"github.com/kubernix/kubernix/pkg/component"
 	"github.com/kubernix/kubernix/pkg/pki"
 )
 
@@ -26,23 +25,18 @@ const ClusterAdminsBinding = pki.ClusterAdminsGroup
 // kubeadm's kubeadm:kubelet-api-admin does.
 const KubeletAPIAdminBinding = "kubernix:kubelet-api-admin"
 
-// clusterAdmins is a component that applies, as the super-admin, the
+// applyAdminBindings is the cluster-admins task: it applies, as the super-admin, the
 // ClusterRoleBindings the cluster's own credentials rely on:
 // ClusterAdminsBinding and KubeletAPIAdminBinding. It is ready once both
 // exist, so the admin context merged into the user's kubeconfig works as
 // soon as up returns. Server-side apply with force makes a binding whose
 // subjects were edited right again at every up.
-type clusterAdmins struct{ c *Cluster }
-
-func (a clusterAdmins) Name() string           { return "cluster-admins" }
-func (a clusterAdmins) Phase() component.Phase { return component.Controller }
-
-func (a clusterAdmins) Start(ctx context.Context) (component.Stoppable, error) {
+func (c *Cluster) applyAdminBindings(ctx context.Context) error {
 	var g errgroup.Group
 	for _, crb := range adminBindings() {
 		g.Go(func() error {
 			err := retry.OnError(retry.DefaultBackoff, isTransient, func() error {
-				_, err := a.c.client.RbacV1().ClusterRoleBindings().Apply(ctx, crb,
+				_, err := c.client.RbacV1().ClusterRoleBindings().Apply(ctx, crb,
 					metav1.ApplyOptions{FieldManager: "kubernix", Force: true})
 				return err
 			})
@@ -52,10 +46,7 @@ func (a clusterAdmins) Start(ctx context.Context) (component.Stoppable, error) {
 			return nil
 		})
 	}
-	if err := g.Wait(); err != nil {
-		return nil, err
-	}
-	return component.StopFunc(func(context.Context) error { return nil }), nil
+	return g.Wait()
 }
 
 // adminBindings are the ClusterRoleBindings clusterAdmins applies.

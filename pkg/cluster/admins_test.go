@@ -15,7 +15,6 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/cert"
 
-	"github.com/kubernix/kubernix/pkg/component"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/pki"
@@ -52,7 +51,7 @@ func TestClusterAdmins(t *testing.T) {
 				}
 			}
 			c := &Cluster{client: client, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-			if _, err := (clusterAdmins{c}).Start(context.Background()); err != nil {
+			if err := c.applyAdminBindings(context.Background()); err != nil {
 				t.Fatal(err)
 			}
 			for name, w := range want {
@@ -90,15 +89,13 @@ func testCluster(t *testing.T, nodes int) *Cluster {
 func TestTrust(t *testing.T) {
 	c := testCluster(t, 1)
 	plan, b := c.Plan, c.PKI
-	comps, err := c.controlPlane()
+	ds, err := Describe(plan)
 	if err != nil {
 		t.Fatal(err)
 	}
 	args := map[string][]string{}
-	for _, comp := range comps {
-		if p, ok := component.Unwrap(comp).(*components.Proc); ok {
-			args[p.Name()] = p.Command.Args
-		}
+	for _, d := range components.Processes(ds) {
+		args[d.ID()] = d.Command.Args
 	}
 	tests := []struct {
 		component, flag, want string

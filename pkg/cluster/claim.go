@@ -79,7 +79,7 @@ const HostNamespacesFile = RunDir + "/host-namespaces"
 // namespaces: the process executor as root (a rootless cluster's "host"
 // namespaces are rootlesskit's, private to it).
 func (p *Plan) usesHostNamespaces() bool {
-	return p.Executor == config.ExecutorProcess && !p.Rootless
+	return len(p.Nodes) > 0 && p.Nodes[0].Exec.HostNetwork() && !p.Rootless
 }
 
 // hostNamespacesHolder returns the state dir recorded in

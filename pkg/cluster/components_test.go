@@ -1,10 +1,14 @@
 package cluster
 
 import (
+	"github.com/kubernix/kubernix/pkg/bins"
+	"github.com/kubernix/kubernix/pkg/components"
+	"github.com/kubernix/kubernix/pkg/config"
 	"slices"
 	"testing"
 
 	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/components/apiserver"
 )
 
 // TestBootNeeds checks what each component of a 3-node cluster waits for:
@@ -34,15 +38,15 @@ func TestBootNeeds(t *testing.T) {
 		want      []string
 	}{
 		{"kube-apiserver", []string{"etcd"}},
-		{APIServerReady, []string{"kube-apiserver"}},
+		{apiserver.ReadyName, []string{"kube-apiserver"}},
 		{"kube-controller-manager", []string{"kube-apiserver"}},
-		{"kube-scheduler", []string{APIServerReady}},
-		{"controller-accounts", []string{APIServerReady}},
-		{"cluster-admins", []string{APIServerReady}},
+		{"kube-scheduler", []string{apiserver.ReadyName}},
+		{"controller-accounts", []string{apiserver.ReadyName}},
+		{"cluster-admins", []string{apiserver.ReadyName}},
 		{"containerd@" + node, []string{"sandbox@" + node}},
 		{"kubelet@" + node, []string{"kube-apiserver", "containerd@" + node}},
-		{"kube-proxy@" + node, []string{APIServerReady, "sandbox@" + node}},
-		{"coredns-manifest", []string{APIServerReady}},
+		{"kube-proxy@" + node, []string{apiserver.ReadyName, "sandbox@" + node}},
+		{"coredns-manifest", []string{apiserver.ReadyName}},
 	}
 	for _, tt := range tests {
 		got, ok := needs[tt.component]
@@ -52,6 +56,30 @@ func TestBootNeeds(t *testing.T) {
 		}
 		if !slices.Equal(got, tt.want) {
 			t.Errorf("%s needs %q, want %q", tt.component, got, tt.want)
+		}
+	}
+}
+
+// TestDescribedBinariesRequired ties the components to the doctor: every
+// binary a described component runs is one the doctor looks for
+// (bins.Required), so `kubernix doctor` checks what up will start.
+func TestDescribedBinariesRequired(t *testing.T) {
+	required := map[string]bool{}
+	for _, b := range bins.Required() {
+		required[b.Name] = true
+	}
+	for _, plan := range []*Plan{testPlan(t, 2), testPlan(t, 1, config.ExecutorProcess), rootlessPlan(t)} {
+		ds, err := Describe(plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range components.Processes(ds) {
+			if d.Binary == "" || !required[d.Binary] {
+				t.Errorf("%s runs binary %q, which the doctor does not look for (bins.Required)", d.ID(), d.Binary)
+			}
+			if d.Command.Path != plan.Bin(d.Binary) {
+				t.Errorf("%s runs %s, not the %s the doctor found (%s)", d.ID(), d.Command.Path, d.Binary, plan.Bin(d.Binary))
+			}
 		}
 	}
 }

@@ -16,7 +16,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/containerd"
 	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/network"
@@ -24,18 +24,12 @@ import (
 	"github.com/kubernix/kubernix/pkg/process"
 )
 
-// stopOrder lists, per node, the components in the order down stops them.
-var nodeStopOrder = []string{"kubelet", "kube-proxy", "containerd", "sandbox"}
-
-// controlPlaneStopOrder lists the control plane in the order down stops it:
-// reverse phase order, the apiserver before etcd.
-var controlPlaneStopOrder = []string{"kube-scheduler", "kube-controller-manager", "kube-apiserver", "etcd"}
-
 // Cleanup removes everything a cluster may have left on the host, working
 // from the plan alone, as after a SIGKILLed supervisor: pass the plan of
 // the recorded config (RecordedPlan), not of new flags. It stops the
-// recorded processes in reverse phase order (removing pods through CRI
-// first), kills orphaned shims and containers, unmounts what the
+// recorded processes of the plan's components (Describe) in the reverse
+// of their start order, each after what needs it (removing pods through
+// CRI before containerd), kills orphaned shims and containers, unmounts what the
 // components mounted at or below their directories (Plan.MountRoots;
 // nothing above them), removes the cluster's network (links, routes, its own
 // chains and guard table), kube-proxy's nftables tables in the host's
@@ -56,17 +50,7 @@ func Cleanup(ctx context.Context, plan *Plan, log *slog.Logger) error {
 			errs = append(errs, err)
 		}
 	}
-	for _, nd := range plan.Nodes {
-		for _, name := range nodeStopOrder {
-			if name == "containerd" {
-				removePods(ctx, plan.Paths.Node(nd.Name).ContainerdSocket(), log)
-			}
-			add(stopRecorded(ctx, plan.Paths.Run(nd.Name, name), log))
-		}
-	}
-	for _, name := range controlPlaneStopOrder {
-		add(stopRecorded(ctx, plan.Paths.Run(config.ControlPlaneScope, name), log))
-	}
+	add(stopComponents(ctx, plan, log))
 	if plan.Rootless {
 		// rootlesskit ends when the supervisor in it does; one left
 		// behind (or our own ancestor, inside) is stopped last.
@@ -104,6 +88,31 @@ func Cleanup(ctx context.Context, plan *Plan, log *slog.Logger) error {
 	}
 	add(releaseName(plan))
 	add(removeUserKubeconfig(plan, log))
+	return errors.Join(errs...)
+}
+
+// stopComponents stops the live processes recorded for plan's
+// components, in components.StopOrder.
+func stopComponents(ctx context.Context, plan *Plan, log *slog.Logger) error {
+	ds, err := Describe(plan)
+	if err != nil {
+		return err
+	}
+	order, err := components.StopOrder(ds)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, d := range order {
+		// Only through a containerd that still answers: after a crash
+		// its pods go with the orphans below.
+		if d.DrainCRI != "" && host.Exists(d.DrainCRI) && containerd.Ping(ctx, d.DrainCRI) == nil {
+			if err := components.Drain(ctx, d.DrainCRI); err != nil {
+				log.Warn("removing pods through CRI", "socket", d.DrainCRI, "err", err)
+			}
+		}
+		errs = append(errs, stopRecorded(ctx, d.Command.RunDir, log))
+	}
 	return errors.Join(errs...)
 }
 
@@ -145,26 +154,6 @@ func stopRecorded(ctx context.Context, runDir string, log *slog.Logger) error {
 	}
 	log.Debug("stopping leftover process", "run", runDir, "pid", p.PID())
 	return p.Stop(ctx, 10*time.Second)
-}
-
-// removePods removes every pod and container through a live containerd.
-func removePods(ctx context.Context, socket string, log *slog.Logger) {
-	if !host.Exists(socket) {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	cri, err := containerd.Dial(ctx, socket)
-	if err != nil {
-		return
-	}
-	defer cri.Close()
-	if _, err := cri.Version(ctx); err != nil {
-		return
-	}
-	if err := cri.RemoveAll(ctx); err != nil {
-		log.Warn("removing pods through CRI", "socket", socket, "err", err)
-	}
 }
 
 // orphans lists PIDs of a node's shims (by their -address argument, our
@@ -268,20 +257,22 @@ func removeEmptyCgroup(path string) {
 // namespaces claim and kube-proxy's tables there (process executor), and
 // the nodes' cgroups. Empty after a clean down.
 func Leftovers(plan *Plan) ([]string, error) {
-	var out []string
-	scopes := map[string][]string{config.ControlPlaneScope: controlPlaneStopOrder, SupervisorScope: {SupervisorName}}
-	for _, nd := range plan.Nodes {
-		scopes[nd.Name] = nodeStopOrder
+	ds, err := Describe(plan)
+	if err != nil {
+		return nil, err
 	}
+	runDirs := []string{SupervisorRunDir(plan.Paths)}
 	if plan.Rootless {
-		scopes[SupervisorScope] = []string{SupervisorName, RootlesskitName}
+		runDirs = append(runDirs, plan.Paths.Run(RootlesskitScope, RootlesskitName))
 	}
-	for scope, names := range scopes {
-		for _, name := range names {
-			runDir := plan.Paths.Run(scope, name)
-			if pid, ok := process.Running(runDir); ok && pid != os.Getpid() && !recordsAncestor(runDir) {
-				out = append(out, fmt.Sprintf("process %s/%s (pid %d)", scope, name, pid))
-			}
+	for _, d := range components.Processes(ds) {
+		runDirs = append(runDirs, d.Command.RunDir)
+	}
+	var out []string
+	for _, runDir := range runDirs {
+		if pid, ok := process.Running(runDir); ok && pid != os.Getpid() && !recordsAncestor(runDir) {
+			rel, _ := filepath.Rel(plan.Paths.Run("", ""), runDir)
+			out = append(out, fmt.Sprintf("process %s (pid %d)", rel, pid))
 		}
 	}
 	for _, nd := range plan.Nodes {

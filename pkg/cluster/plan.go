@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"path"
 
 	"github.com/kubernix/kubernix/pkg/config"
@@ -41,6 +42,18 @@ type Plan struct {
 // doctor.Check and hold the binary paths. imagesDir holds the built-in image
 // tarballs.
 func NewPlan(cfg config.Config, facts doctor.Facts, imagesDir string) (*Plan, error) {
+	_, rootless := ReadRootless(cfg.Paths())
+	return newPlan(cfg, facts, imagesDir, rootless)
+}
+
+// NewRootlessPlan is NewPlan for a cluster that is to run rootless, before
+// its RootlessState is recorded: what `up --dry-run` as an ordinary user
+// shows.
+func NewRootlessPlan(cfg config.Config, facts doctor.Facts, imagesDir string) (*Plan, error) {
+	return newPlan(cfg, facts, imagesDir, true)
+}
+
+func newPlan(cfg config.Config, facts doctor.Facts, imagesDir string, rootless bool) (*Plan, error) {
 	n, err := cfg.Network()
 	if err != nil {
 		return nil, err
@@ -53,27 +66,39 @@ func NewPlan(cfg config.Config, facts doctor.Facts, imagesDir string) (*Plan, er
 		Names:       network.NamesFor(cfg.Name),
 		APIServerIP: n.BridgeIP(),
 		ImagesDir:   imagesDir,
+		Rootless:    rootless,
 	}
-	_, p.Rootless = ReadRootless(p.Paths)
 	p.Executor = cfg.EffectiveExecutor(p.Rootless)
 	for i := range cfg.Nodes {
 		nd := &node.Node{Index: i, Name: cfg.NodeName(i)}
 		if nd.PodCIDR, err = n.PodCIDR(i); err != nil {
 			return nil, err
 		}
-		switch p.Executor {
-		case config.ExecutorProcess:
-			nd.IP = n.BridgeIP()
-			nd.Exec = node.Process{}
-		default:
+		nd.Exec = node.New(p.Executor, p.sandbox(nd.Name))
+		nd.IP = n.BridgeIP()
+		if !nd.Exec.HostNetwork() {
 			if nd.IP, err = n.NodeIP(i); err != nil {
 				return nil, err
 			}
-			nd.Exec = p.containerExecutor(nd)
 		}
 		p.Nodes = append(p.Nodes, nd)
 	}
 	return p, nil
+}
+
+// sandbox configures the sandbox of the node named, for the container
+// executor (node.Container).
+func (p *Plan) sandbox(name string) *node.Container {
+	self, _ := os.Executable()
+	return &node.Container{
+		RunDir:  p.Paths.Run(name, node.SandboxName),
+		Unshare: p.Bin("unshare"), Nsenter: p.Bin("nsenter"), Self: self, Hostname: name,
+		SharedDirs: []string{p.Paths.Node(name).KubeletRoot()},
+		// The kubelet's device plugin sockets live there whatever its
+		// root dir (k8s.io/kubelet/pkg/apis/deviceplugin DevicePluginPath).
+		PrivateDirs: []string{"/var/lib/kubelet"},
+		Pause:       p.Bin("pause"),
+	}
 }
 
 // Bin returns the path of a required binary found by the doctor.
@@ -93,11 +118,10 @@ func (p *Plan) NetworkPlan() network.Plan {
 	}
 	for _, nd := range p.Nodes {
 		np.Nodes = append(np.Nodes, network.NodeRoute{
-			Index: nd.Index, IP: nd.IP, PodCIDR: nd.PodCIDR,
-			Local: p.Executor == config.ExecutorProcess,
+			Index: nd.Index, IP: nd.IP, PodCIDR: nd.PodCIDR, Local: nd.Exec.HostNetwork(),
 		})
 	}
-	if p.Executor != config.ExecutorProcess && len(p.Nodes) > 0 {
+	if len(p.Nodes) > 0 && !p.Nodes[0].Exec.HostNetwork() {
 		np.ServiceVia = p.Nodes[0].IP
 	}
 	return np

@@ -15,6 +15,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/network"
+	"github.com/kubernix/kubernix/pkg/node"
 	"github.com/kubernix/kubernix/pkg/process"
 )
 
@@ -162,7 +163,7 @@ func HostPorts(cfg config.Config) []HostPort {
 		{"kube-scheduler", ip, scheduler.SecurePort, ""},
 	}
 	_, rootless := ReadRootless(cfg.Paths())
-	if cfg.EffectiveExecutor(rootless) == config.ExecutorProcess {
+	if node.HostNetwork(cfg.EffectiveExecutor(rootless)) {
 		ports = append(ports,
 			HostPort{"kubelet", ip, kubelet.Port, ""},
 			HostPort{"kubelet (healthz)", ip, kubelet.HealthzPort, ""},

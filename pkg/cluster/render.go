@@ -4,67 +4,137 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
+	"text/tabwriter"
 
-	"github.com/kubernix/kubernix/pkg/component"
 	"github.com/kubernix/kubernix/pkg/components"
-	"github.com/kubernix/kubernix/pkg/components/kubelet"
-	"github.com/kubernix/kubernix/pkg/components/kubeproxy"
-	"github.com/kubernix/kubernix/pkg/containerd"
 	"github.com/kubernix/kubernix/pkg/node"
-	"github.com/kubernix/kubernix/pkg/pki"
+	"github.com/kubernix/kubernix/pkg/process"
 )
 
 // NodeFiles renders everything one node runs from, as `kubernix up` would:
 // containerd's config.toml, its CNI conflist, the KubeletConfiguration, the
-// KubeProxyConfiguration, and the command line of each node component (one
-// per line, as JSON arrays). Keys are file names. Nothing is written. The
-// sandbox's PID is not known before it runs: its wrapper shows as
-// <sandbox-pid>.
+// KubeProxyConfiguration, and the command line of each node process (one
+// per line, as JSON arrays), from the node's descriptions (Describe). Keys
+// are the files' base names. Nothing is written. The sandbox's PID is not
+// known before it runs: its wrapper shows as <sandbox-pid>.
 func NodeFiles(plan *Plan, nd *node.Node) (map[string][]byte, error) {
-	c := &Cluster{Plan: plan, PKI: pki.Files(plan.PKISpec())}
-	np := plan.Paths.Node(nd.Name)
-	out := map[string][]byte{}
-	var err error
-	if out["containerd.toml"], err = containerd.Render(c.ContainerdConfig(nd)); err != nil {
-		return nil, err
-	}
-	if out["10-kubernix.conflist"], err = containerd.RenderCNI(containerd.CNIConfig{
-		Name: "kubernix", Bridge: c.CNIBridge(nd), PodCIDR: nd.PodCIDR.String(), Gateway: true, DataDir: np.CNIData(),
-	}); err != nil {
-		return nil, err
-	}
-	if out["kubelet.yaml"], err = kubelet.Render(c.kubeletSpec(nd)); err != nil {
-		return nil, err
-	}
-	if out["kube-proxy.yaml"], err = kubeproxy.Render(c.kubeProxySpec(nd)); err != nil {
-		return nil, err
-	}
-	var argv bytes.Buffer
-	comps, err := c.nodeComponents(nd)
+	ds, err := Describe(plan)
 	if err != nil {
 		return nil, err
 	}
-	for _, comp := range comps {
-		proc, ok := component.Unwrap(comp).(*components.Proc)
-		if !ok {
+	out := map[string][]byte{}
+	var argv bytes.Buffer
+	for _, d := range ds {
+		if d.Scope != nd.Name {
 			continue
 		}
-		cmd := proc.Command
-		if proc.Wrap != nil {
-			if ctr, ok := nd.Exec.(*node.Container); ok {
-				cmd.Wrapper = []string{ctr.Nsenter, "--target", "<sandbox-pid>", "--net", "--mount", "--uts", "--"}
+		for _, f := range d.Files {
+			if f.Link == "" {
+				out[filepath.Base(f.Path)] = f.Content
 			}
 		}
-		fmt.Fprintf(&argv, "%s: ", proc.Name())
+		fmt.Fprintf(&argv, "%s: ", d.ID())
 		enc := json.NewEncoder(&argv)
 		enc.SetEscapeHTML(false)
-		if err := enc.Encode(cmd.Argv()); err != nil {
+		if err := enc.Encode(plannedArgv(plan, d)); err != nil {
 			return nil, err
 		}
 	}
 	out["commands.txt"] = argv.Bytes()
 	return out, nil
+}
+
+// plannedArgv is d's full command line as it will run, a sandbox's PID
+// written <sandbox-pid>.
+func plannedArgv(plan *Plan, d components.Description) []string {
+	cmd := d.Command
+	if nd := plan.nodeByName(d.Scope); nd != nil && d.InSandbox {
+		cmd.Wrapper = nd.Exec.PlannedWrapper()
+	}
+	return cmd.Argv()
+}
+
+// WritePlan writes what `kubernix up` would do for plan, for `up
+// --dry-run`: every component in start order with what it needs, its
+// command line and environment, its log, run dir and probes, and each
+// file it writes with its content. It changes nothing on the host.
+func WritePlan(w io.Writer, plan *Plan) error {
+	ds, err := Describe(plan)
+	if err != nil {
+		return err
+	}
+	order, err := components.StartOrder(ds)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "# %s\n# %d components in start order; nothing was started or written.\n", plan, len(order))
+	for _, d := range order {
+		if err := writeComponent(w, plan, d); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeComponent(w io.Writer, plan *Plan, d components.Description) error {
+	fmt.Fprintf(w, "\n== %s\n", d.ID())
+	tw := tabwriter.NewWriter(w, 0, 4, 1, ' ', 0)
+	field := func(k, v string) { fmt.Fprintf(tw, "%s:\t%s\n", k, v) }
+	field("kind", fmt.Sprintf("%s, phase %s, scope %s", d.Kind, d.Phase, d.Scope))
+	needs := strings.Join(d.Needs, ", ")
+	if d.AfterEarlierPhases {
+		needs = strings.TrimPrefix(needs+", every component of the earlier phases", ", ")
+	}
+	if needs == "" {
+		needs = "-"
+	}
+	field("needs", needs)
+	if d.Kind == components.KindProcess {
+		field("command", process.ShellJoin(plannedArgv(plan, d)))
+		field("env", strings.Join(d.Command.Env, " "))
+		field("log", d.Command.LogFile)
+		field("run dir", d.Command.RunDir)
+	}
+	if d.Summary != "" {
+		field("does", d.Summary)
+	}
+	if ready := d.Probe.Describe(); ready != "" {
+		field("ready", ready)
+	}
+	if d.Liveness != nil {
+		field("liveness", d.Liveness.String())
+	}
+	if d.DrainCRI != "" {
+		field("before stop", "remove every pod through CRI on "+d.DrainCRI)
+	}
+	for _, dir := range d.Dirs {
+		field("dir", dir)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, f := range d.Files {
+		writeFile := fmt.Sprintf("--- %s (%04o)\n%s", f.Path, modeOr(f.Mode), f.Content)
+		if f.Link != "" {
+			writeFile = fmt.Sprintf("--- %s -> %s\n", f.Path, f.Link)
+		}
+		fmt.Fprint(w, strings.TrimSuffix(writeFile, "\n")+"\n")
+	}
+	if len(d.Manifest) > 0 {
+		fmt.Fprintf(w, "--- manifest applied\n%s", strings.TrimSuffix(string(d.Manifest), "\n")+"\n")
+	}
+	return nil
+}
+
+func modeOr(m os.FileMode) os.FileMode {
+	if m == 0 {
+		return 0o644
+	}
+	return m
 }
 
 // Placeholders replaces the machine-specific paths in rendered text with

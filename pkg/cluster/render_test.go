@@ -1,10 +1,13 @@
 package cluster
 
 import (
+	"bytes"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/pelletier/go-toml/v2"
@@ -13,7 +16,6 @@ import (
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/doctor"
 	"github.com/kubernix/kubernix/pkg/host"
-	"github.com/kubernix/kubernix/pkg/pki"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -40,6 +42,7 @@ func testPlan(t *testing.T, nodes int, executor ...string) *Plan {
 		facts.Paths[b] = "/BIN/" + b
 	}
 	facts.Paths["runc"] = "/usr/sbin/runc"
+	facts.Paths["nft"] = "/usr/sbin/nft"
 	facts.Paths["unshare"] = "/usr/bin/unshare"
 	facts.Paths["nsenter"] = "/usr/bin/nsenter"
 	facts.Paths["pause"] = "/BIN/pause"
@@ -106,14 +109,13 @@ func TestPerNodeValues(t *testing.T) {
 				t.Fatalf("executor = %s, want %s", plan.Executor, want)
 			}
 			nd := plan.Nodes[tt.idx]
-			c := &Cluster{Plan: plan, PKI: pki.Files(plan.PKISpec())}
 			got := map[string]string{
 				"ip":          nd.IP.String(),
 				"pod CIDR":    nd.PodCIDR.String(),
 				"socket":      plan.Paths.Node(nd.Name).ContainerdSocket(),
 				"cgroup":      plan.CgroupRoot(nd),
-				"kubelet":     c.kubeletSpec(nd).HealthURL(),
-				"kube-proxy":  c.kubeProxySpec(nd).HealthURL(),
+				"kubelet":     plan.kubeletSpec(nd).HealthURL(),
+				"kube-proxy":  plan.kubeProxySpec(nd).HealthURL(),
 				"apiserverIP": plan.APIServerIP.String(),
 			}
 			wantValues := map[string]string{
@@ -161,7 +163,52 @@ func checkGolden(t *testing.T, dir string, files map[string][]byte, self string)
 			t.Fatalf("%v (run with -update to create it)", err)
 		}
 		if string(got) != string(want) {
-			t.Errorf("%s differs from %s (run with -update if intended):\n%s", name, golden, got)
+			t.Errorf("%s differs from %s (run with -update if intended): %s", name, golden, firstDiff(string(got), string(want)))
 		}
 	}
+}
+
+// TestPlanGolden renders the whole plan `up --dry-run` prints (every
+// component, control plane included, in start order with its command
+// line, environment, probes and files) for a 1-node, a 3-node and a
+// rootless cluster, and compares it with testdata/plan/<name>.txt (-update
+// rewrites them). Machine paths are placeholders.
+func TestPlanGolden(t *testing.T) {
+	t.Setenv("PATH", "/usr/bin:/bin")
+	self, _ := os.Executable()
+	tests := []struct {
+		name string
+		plan func(t *testing.T) *Plan
+	}{
+		{"1-node", func(t *testing.T) *Plan { return testPlan(t, 1) }},
+		{"3-node", func(t *testing.T) *Plan { return testPlan(t, 3) }},
+		{"rootless", rootlessPlan},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var out bytes.Buffer
+			if err := WritePlan(&out, tt.plan(t)); err != nil {
+				t.Fatal(err)
+			}
+			checkGolden(t, filepath.Join("testdata", "plan"), map[string][]byte{tt.name + ".txt": out.Bytes()}, self)
+		})
+	}
+}
+
+// firstDiff shows the first line where got and want differ.
+func firstDiff(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := range max(len(g), len(w)) {
+		var gl, wl string
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if gl != wl {
+			return fmt.Sprintf("line %d:\n got: %s\nwant: %s", i+1, gl, wl)
+		}
+	}
+	return "same lines, other line endings"
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/doctor"
 	"github.com/kubernix/kubernix/pkg/host"
-	"github.com/kubernix/kubernix/pkg/pki"
 )
 
 // rootlessPlan is a 1-node rootless plan with the facts the doctor finds
@@ -40,6 +39,7 @@ func rootlessPlan(t *testing.T) *Plan {
 		facts.Paths[b] = "/BIN/" + b
 	}
 	facts.Paths["runc"] = "/usr/sbin/runc"
+	facts.Paths["nft"] = "/usr/sbin/nft"
 	plan, err := NewPlan(cfg, facts, "/IMAGES")
 	if err != nil {
 		t.Fatal(err)
@@ -97,8 +97,7 @@ func TestRootlessPlan(t *testing.T) {
 	if got := plan.CgroupRoot(plan.Nodes[0]); got != "/kubernix-1000/golden-node-0" {
 		t.Errorf("cgroup root = %s", got)
 	}
-	c := &Cluster{Plan: plan, PKI: pki.Files(plan.PKISpec())}
-	if s := c.kubeletSpec(plan.Nodes[0]); !s.Rootless {
+	if s := plan.kubeletSpec(plan.Nodes[0]); !s.Rootless {
 		t.Error("kubelet spec not rootless")
 	}
 	if !strings.Contains(plan.String(), "rootless") {

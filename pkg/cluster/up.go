@@ -152,24 +152,7 @@ func (c *Cluster) up(ctx context.Context) error {
 	if err := c.prepareHost(); err != nil {
 		return err
 	}
-	prep := time.Now()
-	if err := network.Setup(p.NetworkPlan()); err != nil {
-		return fmt.Errorf("network: %w", err)
-	}
-	if c.PKI, err = pki.Ensure(p.PKISpec()); err != nil {
-		return err
-	}
-	if err := c.writeKubeconfigs(); err != nil {
-		return err
-	}
-	c.timings.Prepare = time.Since(prep)
-	c.progress("%-15s network, PKI and kubeconfigs  %s\n", "Prepare", round(c.timings.Prepare))
-	c.restConfig, err = clientcmd.BuildConfigFromFlags("", SuperAdminKubeconfig(p.Paths))
-	if err != nil {
-		return err
-	}
-	c.restConfig.QPS, c.restConfig.Burst = 50, 100
-	if c.client, err = kubernetes.NewForConfig(c.restConfig); err != nil {
+	if err := c.prepare(); err != nil {
 		return err
 	}
 	// A killed `image load` may have left its store behind.
@@ -192,6 +175,32 @@ func (c *Cluster) up(ctx context.Context) error {
 	c.startImageWatcher(ctx)
 	c.kubeconfigWarning = c.mergeUserKubeconfig()
 	return nil
+}
+
+// prepare sets the host network up, ensures the PKI, writes the
+// kubeconfigs and makes the supervisor's API client.
+func (c *Cluster) prepare() error {
+	p := c.Plan
+	prep := time.Now()
+	if err := network.Setup(p.NetworkPlan()); err != nil {
+		return fmt.Errorf("network: %w", err)
+	}
+	var err error
+	if c.PKI, err = pki.Ensure(p.PKISpec()); err != nil {
+		return err
+	}
+	if err := c.writeKubeconfigs(); err != nil {
+		return err
+	}
+	c.timings.Prepare = time.Since(prep)
+	c.progress("%-15s network, PKI and kubeconfigs  %s\n", "Prepare", round(c.timings.Prepare))
+	c.restConfig, err = clientcmd.BuildConfigFromFlags("", SuperAdminKubeconfig(p.Paths))
+	if err != nil {
+		return err
+	}
+	c.restConfig.QPS, c.restConfig.Burst = 50, 100
+	c.client, err = kubernetes.NewForConfig(c.restConfig)
+	return err
 }
 
 // RecordedPlan returns the plan of the config the cluster in plan's state

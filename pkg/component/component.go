@@ -123,21 +123,6 @@ type withNeeds struct {
 
 func (w *withNeeds) Needs() []string { return w.needs }
 
-// Unwrap returns the component WithNeeds wrapped.
-func (w *withNeeds) Unwrap() Component { return w.Component }
-
-// Unwrap returns the component c wraps, through every wrapper that has an
-// Unwrap() Component method (such as WithNeeds'), or c itself.
-func Unwrap(c Component) Component {
-	for {
-		u, ok := c.(interface{ Unwrap() Component })
-		if !ok {
-			return c
-		}
-		c = u.Unwrap()
-	}
-}
-
 // Timing records when a component was started and when it became ready.
 type Timing struct {
 	Name  string `json:"name"`

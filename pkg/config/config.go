@@ -10,6 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"github.com/kubernix/kubernix/pkg/addons"
 )
 
 // Executor names accepted by Config.Executor.
@@ -73,8 +75,8 @@ type Config struct {
 	APIServerPort int `toml:"apiserver_port" flag:"apiserver-port" usage:"kube-apiserver secure port"`
 	// ClusterDomain is the DNS domain of Services (kubelet clusterDomain, CoreDNS zone).
 	ClusterDomain string `toml:"cluster_domain" flag:"cluster-domain" usage:"DNS domain of Services"`
-	// Addons to deploy once the nodes are Ready; known: "coredns".
-	Addons []string `toml:"addons" flag:"addons" usage:"addons to deploy (known: coredns; empty for none)"`
+	// Addons to deploy once the nodes are Ready: names from addons.Table.
+	Addons []string `toml:"addons" flag:"addons" usage:"addons to deploy, comma-separated, empty for none; known: {addons}"`
 	// LogLevel of kubernix itself: debug, info, warn or error.
 	LogLevel string `toml:"log_level" flag:"log-level" usage:"log level: debug, info, warn, error"`
 	// LogFormat of kubernix itself: text or json.
@@ -103,7 +105,7 @@ func Default() Config {
 		NodeCIDRMaskSize: DefaultNodeCIDRMaskSize,
 		APIServerPort:    DefaultAPIServerPort,
 		ClusterDomain:    DefaultClusterDomain,
-		Addons:           []string{"coredns"},
+		Addons:           addons.Defaults(),
 		LogLevel:         "info",
 		LogFormat:        "text",
 	}

@@ -11,6 +11,8 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/spf13/pflag"
+
+	"github.com/kubernix/kubernix/pkg/addons"
 )
 
 // EnvPrefix starts the name of every environment variable kubernix reads.
@@ -54,6 +56,7 @@ func NewFlags(fs *pflag.FlagSet) *Flags {
 	v := reflect.ValueOf(f.values).Elem()
 	for i, field := range reflect.VisibleFields(v.Type()) {
 		name, usage := field.Tag.Get("flag"), field.Tag.Get("usage")
+		usage = strings.ReplaceAll(usage, "{addons}", addons.Help())
 		usage += fmt.Sprintf(" [$%s%s]", EnvPrefix, strings.ToUpper(field.Tag.Get("toml")))
 		switch ptr := v.Field(i).Addr().Interface().(type) {
 		case *string:

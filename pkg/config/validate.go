@@ -10,11 +10,10 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kubernix/kubernix/pkg/addons"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
-
-// KnownAddons are the values Config.Addons accepts.
-var KnownAddons = []string{"coredns"}
 
 // Validate checks every setting and returns all problems at once, joined,
 // wrapping ErrInvalid; nil when the config is usable. It reads the file
@@ -46,8 +45,8 @@ func (c *Config) Validate() error {
 		add("--cluster-domain %q: %s", c.ClusterDomain, msg)
 	}
 	for _, a := range c.Addons {
-		if !slices.Contains(KnownAddons, a) {
-			add("--addons: unknown addon %q (known: %s)", a, strings.Join(KnownAddons, ", "))
+		if _, ok := addons.Lookup(a); !ok {
+			add("--addons: unknown addon %q (known: %s)", a, strings.Join(addons.Names(), ", "))
 		}
 	}
 	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.LogLevel) {

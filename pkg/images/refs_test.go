@@ -1,9 +1,12 @@
 package images_test
 
 import (
+	"net/netip"
+	"strings"
 	"testing"
 
 	"github.com/kubernix/kubernix/assets"
+	"github.com/kubernix/kubernix/pkg/addons"
 	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/images"
 )
@@ -23,7 +26,7 @@ func TestBuiltinRefsMatchComponents(t *testing.T) {
 		component string
 	}{
 		{"pause", "PAUSE_VERSION", cluster.SandboxImage()},
-		{"coredns", "COREDNS_VERSION", cluster.CoreDNSImage()},
+		{"coredns", "COREDNS_VERSION", addonImage(t, "coredns")},
 		{"agnhost", "AGNHOST_VERSION", ""},
 	}
 	if n := len(images.Builtins()); n != len(tests) {
@@ -51,4 +54,28 @@ func TestBuiltinRefsMatchComponents(t *testing.T) {
 			}
 		})
 	}
+}
+
+// addonImage returns the image the addon's rendered manifest runs (its
+// one "image:" line).
+func addonImage(t *testing.T, name string) string {
+	t.Helper()
+	a, ok := addons.Lookup(name)
+	if !ok {
+		t.Fatalf("no addon %q", name)
+	}
+	b, err := a.Render(addons.Params{ClusterDomain: "cluster.local", DNSIP: netip.MustParseAddr("10.0.0.10")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refs []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if ref, ok := strings.CutPrefix(strings.TrimSpace(line), "image: "); ok {
+			refs = append(refs, ref)
+		}
+	}
+	if len(refs) != 1 {
+		t.Fatalf("addon %s runs images %q, want one", name, refs)
+	}
+	return refs[0]
 }

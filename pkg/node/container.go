@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -10,6 +11,11 @@ import (
 	"sync"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/components"
+	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/process"
 )
 
 // Container is the executor whose node is a sandbox: its own network, mount
@@ -33,14 +39,15 @@ import (
 // propagation). The host root stays visible (propagation slave), so
 // binaries, the state dir and the cgroup hierarchies are the host's.
 type Container struct {
+	// RunDir is the holder's run dir (config.Paths.Run of SandboxName in
+	// the node's scope), where its PID is recorded and ReadyFile lies.
+	RunDir string
 	// Unshare and Nsenter are the util-linux binaries.
 	Unshare, Nsenter string
 	// Self is the kubernix executable that runs sandbox-init.
 	Self string
 	// Hostname of the sandbox: the node name.
 	Hostname string
-	// ReadyFile is written by the holder once the sandbox is set up.
-	ReadyFile string
 	// SharedDirs are bind-mounted onto themselves and made rshared inside.
 	SharedDirs []string
 	// PrivateDirs get an empty tmpfs of their own inside the sandbox: paths
@@ -57,13 +64,64 @@ type Container struct {
 	pid int
 }
 
+// SandboxName names a node's sandbox component.
+const SandboxName = "sandbox"
+
 // Name implements Executor.
-func (c *Container) Name() string { return "container" }
+func (c *Container) Name() string { return config.ExecutorContainer }
+
+// HostNetwork implements Executor: the node has a network namespace of
+// its own.
+func (c *Container) HostNetwork() bool { return false }
+
+// Sandbox implements Executor: the holder process, started first
+// (Infrastructure), ready once it has set the namespaces up (see
+// SandboxHooks).
+func (c *Container) Sandbox() (components.Description, bool) {
+	argv := c.HolderArgv()
+	return components.Description{
+		Name: SandboxName, Scope: c.Hostname, Kind: components.KindProcess, Phase: component.Infrastructure,
+		Binary:  "unshare",
+		Command: process.Command{Path: argv[0], Args: argv[1:]},
+		Probe:   components.Probe{Then: "the holder wrote " + c.ReadyFile() + " (and exec'd pause); then the node joins the cluster network"},
+	}, true
+}
+
+// SandboxHooks implements Executor: before each start the last ready
+// file goes; the sandbox is ready once its holder wrote it and (with
+// Pause) exec'd pause, and its PID is then what Wrapper enters.
+func (c *Container) SandboxHooks(attach func(pid int) error, detach func() error) components.Hooks {
+	return components.Hooks{
+		Prepare: func(context.Context) error {
+			err := os.Remove(c.ReadyFile())
+			if err != nil && !errors.Is(err, os.ErrNotExist) {
+				return err
+			}
+			return nil
+		},
+		Ready: func(context.Context) error {
+			pid, ok := process.Running(c.RunDir)
+			if !ok {
+				return errors.New("sandbox holder not running")
+			}
+			if err := c.HolderReady(pid); err != nil {
+				return err
+			}
+			c.SetHolder(pid)
+			return nil
+		},
+		AfterReady: func(context.Context) error { return attach(c.Holder()) },
+		BeforeStop: func(context.Context) error { return detach() },
+	}
+}
+
+// ReadyFile is written by the holder once the sandbox is set up.
+func (c *Container) ReadyFile() string { return filepath.Join(c.RunDir, "ready") }
 
 // HolderArgv is the command that creates the sandbox and holds it.
 func (c *Container) HolderArgv() []string {
 	argv := []string{c.Unshare, "--net", "--mount", "--uts", "--propagation", "slave",
-		c.Self, "sandbox-init", "--hostname", c.Hostname, "--ready-file", c.ReadyFile}
+		c.Self, "sandbox-init", "--hostname", c.Hostname, "--ready-file", c.ReadyFile()}
 	for _, d := range c.SharedDirs {
 		argv = append(argv, "--shared", d)
 	}
@@ -81,7 +139,7 @@ func (c *Container) HolderArgv() []string {
 // exec follows the ready file, and while a process execs its /proc entries
 // (its namespaces among them) can vanish for a moment.
 func (c *Container) HolderReady(pid int) error {
-	if _, err := os.Stat(c.ReadyFile); err != nil {
+	if _, err := os.Stat(c.ReadyFile()); err != nil {
 		return fmt.Errorf("sandbox not set up yet")
 	}
 	if c.Pause == "" {
@@ -122,15 +180,15 @@ func (c *Container) Wrapper() []string {
 	if pid == 0 {
 		return nil
 	}
-	return []string{c.Nsenter, "--target", strconv.Itoa(pid), "--net", "--mount", "--uts", "--"}
+	return c.wrapper(strconv.Itoa(pid))
 }
 
-// Setup implements Executor; the holder is started as the node's sandbox
-// component, see the cluster package.
-func (c *Container) Setup(context.Context) error { return nil }
+// PlannedWrapper implements Executor.
+func (c *Container) PlannedWrapper() []string { return c.wrapper("<sandbox-pid>") }
 
-// Teardown implements Executor; stopping the holder removes the namespaces.
-func (c *Container) Teardown(context.Context) error { return nil }
+func (c *Container) wrapper(pid string) []string {
+	return []string{c.Nsenter, "--target", pid, "--net", "--mount", "--uts", "--"}
+}
 
 // SandboxInit is the body of `kubernix sandbox-init`, run by unshare inside
 // fresh network, mount and UTS namespaces: it sets the hostname, mounts a
@@ -149,6 +207,9 @@ func SandboxInit(ctx context.Context, hostname string, shared, private []string,
 	}
 	if err := unix.Sethostname([]byte(hostname)); err != nil {
 		return fmt.Errorf("sethostname %s: %w", hostname, err)
+	}
+	if err := networkSysctls(); err != nil {
+		return err
 	}
 	if err := unix.Mount("tmpfs", "/run", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
 		return fmt.Errorf("mount tmpfs on /run: %w", err)
@@ -188,5 +249,22 @@ func SandboxInit(ctx context.Context, hostname string, shared, private []string,
 	return nil
 }
 
-// ReadyFile is the file a sandbox holder writes once its namespaces are set up.
-func ReadyFile(runDir string) string { return filepath.Join(runDir, "ready") }
+// networkSysctls sets the sandbox's new network namespace up:
+// forwarding on (it is per namespace, and off in a new one), and IPv6
+// off, as the cluster is IPv4 (pods' own namespaces are not affected).
+// kube-proxy then runs single-stack: one table to sync instead of two, as
+// upstream decides by /proc/sys/net/ipv6/conf/all/disable_ipv6
+// (k8s.io/kubernetes cmd/kube-proxy/app: platformCheckSupported).
+func networkSysctls() error {
+	set := map[string]string{"/proc/sys/net/ipv4/ip_forward": "1"}
+	if _, err := os.Stat("/proc/sys/net/ipv6"); err == nil {
+		set["/proc/sys/net/ipv6/conf/all/disable_ipv6"] = "1"
+		set["/proc/sys/net/ipv6/conf/default/disable_ipv6"] = "1"
+	}
+	for path, v := range set {
+		if err := os.WriteFile(path, []byte(v+"\n"), 0o644); err != nil {
+			return fmt.Errorf("sandbox network: %w", err)
+		}
+	}
+	return nil
+}

@@ -20,7 +20,8 @@ func TestHolderReady(t *testing.T) {
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	pid := cmd.Process.Pid
-	ready := filepath.Join(t.TempDir(), "ready")
+	runDir := t.TempDir()
+	ready := filepath.Join(runDir, "ready")
 	other, _ := os.Executable() // the test binary: not what the holder runs
 
 	tests := []struct {
@@ -42,7 +43,7 @@ func TestHolderReady(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			c := &Container{ReadyFile: ready, Pause: tt.pause}
+			c := &Container{RunDir: runDir, Pause: tt.pause}
 			err := c.HolderReady(pid)
 			if tt.wantErr == "" && err != nil {
 				t.Fatalf("HolderReady = %v, want nil", err)

@@ -1,38 +1,62 @@
 // Package node decides how a node's processes (containerd, kubelet,
 // kube-proxy) run, through an Executor. This follows k3s's change that let
 // executors define containerd's behaviour: the cluster code asks the
-// executor how to wrap a command and where the node's paths are, and never
-// branches on which executor is in use.
+// executor how to wrap a command, whether the node has a sandbox (and its
+// component), and whether it shares the host's network, and never asks
+// which executor is in use.
 //
 // Two executors exist:
-//   - process: the node's processes run in the host's namespaces. One node
-//     only; the default for a single node.
-//   - container: each node is a sandbox with its own network, mount and UTS
-//     namespaces (see container.go).
+//   - process: the node's processes run in the caller's namespaces. One
+//     node only, chosen explicitly (or a rootless cluster of one node,
+//     whose "host" namespaces are rootlesskit's).
+//   - container: each node is a sandbox with its own network, mount and
+//     UTS namespaces (see container.go); the default.
 package node
 
 import (
-	"context"
-	"fmt"
 	"net/netip"
-	"os/exec"
-	"strings"
+
+	"github.com/kubernix/kubernix/pkg/components"
+	"github.com/kubernix/kubernix/pkg/config"
 )
 
 // Executor runs a node's processes.
 type Executor interface {
-	// Name is "process" or "container".
+	// Name is config.ExecutorProcess or config.ExecutorContainer.
 	Name() string
-	// Setup creates the node's sandbox, if any. Idempotent.
-	Setup(ctx context.Context) error
+	// HostNetwork reports whether the node's processes run in the
+	// caller's network namespace: the node's IP is then the cluster
+	// bridge's, its pod routes are local, and its ports bind beside the
+	// control plane's.
+	HostNetwork() bool
+	// Sandbox describes the component that holds the node's namespaces;
+	// ok is false for a node without one.
+	Sandbox() (d components.Description, ok bool)
+	// SandboxHooks are the sandbox component's behaviours: attach joins
+	// the sandbox, by its holder's PID, to the cluster network once it is
+	// set up; detach leaves it before it stops. Zero without a sandbox.
+	SandboxHooks(attach func(pid int) error, detach func() error) components.Hooks
 	// Wrapper returns the argv prefix that runs a command inside the node
-	// (empty for the host). The wrapper execs the command, so its PID is
-	// the command's.
+	// (empty for the caller's namespaces). The wrapper execs the command,
+	// so its PID is the command's.
 	Wrapper() []string
-	// Teardown removes the sandbox; processes in it must be stopped first.
-	// Idempotent, and works after a crash from the node's state alone.
-	Teardown(ctx context.Context) error
+	// PlannedWrapper is Wrapper as a plan shows it before the sandbox
+	// runs, its PID written <sandbox-pid>.
+	PlannedWrapper() []string
 }
+
+// New returns the executor named (see config.Config.EffectiveExecutor);
+// sandbox configures the container executor's.
+func New(name string, sandbox *Container) Executor {
+	if !HostNetwork(name) {
+		return sandbox
+	}
+	return Process{}
+}
+
+// HostNetwork reports whether the executor named runs a node in the
+// caller's network namespace (see Executor.HostNetwork).
+func HostNetwork(executor string) bool { return executor == config.ExecutorProcess }
 
 // Node is one node of the cluster.
 type Node struct {
@@ -43,29 +67,25 @@ type Node struct {
 	Exec    Executor
 }
 
-// Run runs argv on the node and returns its combined output; the error
-// carries the command line and the output. Running on the host and inside a
-// sandbox are the same call.
-func (n *Node) Run(ctx context.Context, argv ...string) ([]byte, error) {
-	full := append(append([]string{}, n.Exec.Wrapper()...), argv...)
-	out, err := exec.CommandContext(ctx, full[0], full[1:]...).CombinedOutput()
-	if err != nil {
-		return out, fmt.Errorf("on node %s: %s: %w: %s", n.Name, strings.Join(argv, " "), err, strings.TrimSpace(string(out)))
-	}
-	return out, nil
-}
-
 // Process is the executor whose nodes are the host itself.
 type Process struct{}
 
 // Name implements Executor.
-func (Process) Name() string { return "process" }
+func (Process) Name() string { return config.ExecutorProcess }
 
-// Setup implements Executor: the host needs no sandbox.
-func (Process) Setup(context.Context) error { return nil }
+// HostNetwork implements Executor.
+func (Process) HostNetwork() bool { return true }
+
+// Sandbox implements Executor: the host needs none.
+func (Process) Sandbox() (components.Description, bool) { return components.Description{}, false }
+
+// SandboxHooks implements Executor.
+func (Process) SandboxHooks(func(int) error, func() error) components.Hooks {
+	return components.Hooks{}
+}
 
 // Wrapper implements Executor: commands run as they are.
 func (Process) Wrapper() []string { return nil }
 
-// Teardown implements Executor.
-func (Process) Teardown(context.Context) error { return nil }
+// PlannedWrapper implements Executor.
+func (Process) PlannedWrapper() []string { return nil }

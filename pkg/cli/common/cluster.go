@@ -39,12 +39,12 @@ func (e *Env) SavedConfig() (config.Config, error) {
 // Plan builds the cluster plan of cfg. With check (up), it runs the
 // doctor's checks for the binary paths and host facts, and failed checks
 // are an error; without (down, status, logs), the plan only locates the
-// cluster's state.
+// cluster's state and binaries (doctor.Locate) and starts nothing.
 func Plan(ctx context.Context, cfg config.Config, check bool) (*cluster.Plan, doctor.Report, error) {
 	finder := bins.NewFinder(cfg.BinDir)
 	if !check {
 		imagesDir, _ := finder.ImagesDir()
-		plan, err := cluster.NewPlan(cfg, doctor.Facts{Paths: map[string]string{}}, imagesDir)
+		plan, err := cluster.NewPlan(cfg, doctor.Locate(finder, cfg.CNIDir), imagesDir)
 		return plan, nil, err
 	}
 	report, facts, err := Check(ctx, cfg)
@@ -57,6 +57,16 @@ func Plan(ctx context.Context, cfg config.Config, check bool) (*cluster.Plan, do
 	}
 	plan, err := cluster.NewPlan(cfg, facts, imagesDir)
 	return plan, report, err
+}
+
+// CheckedPlan is Plan with the doctor's checks, for up: a failed check's
+// report is printed to the error stream, and the error returned.
+func (e *Env) CheckedPlan(ctx context.Context, cfg config.Config) (*cluster.Plan, error) {
+	plan, report, err := Plan(ctx, cfg, true)
+	if err != nil && report != nil {
+		report.Failures().Print(e.Streams.Err)
+	}
+	return plan, err
 }
 
 // Check runs the doctor's checks for cfg (see doctor.Check: which ones

@@ -7,38 +7,47 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/fsnotify/fsnotify"
 	"github.com/spf13/cobra"
 
 	"github.com/kubernix/kubernix/pkg/cli/common"
+	"github.com/kubernix/kubernix/pkg/cluster"
+	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/config"
 )
 
-// NodeComponents are the components that run once per node.
-var NodeComponents = []string{"containerd", "kubelet", "kube-proxy", "sandbox"}
-
-// NewCommand returns `kubernix logs COMPONENT [--node N] [-f]`: the log of
-// a control-plane component, or of a node component on node N (from 0).
+// NewCommand returns `kubernix logs [COMPONENT] [--node N] [-f]`: the log
+// of a component of the cluster (its description, cluster.Describe), of a
+// node's on node N (from 0), or with no argument the list of every log.
 func NewCommand(env *common.Env) *cobra.Command {
 	var nodeIndex int
 	var follow bool
 	cmd := &cobra.Command{
-		Use:   "logs COMPONENT",
-		Short: "Print (or follow) a component's log",
-		Long: `Print a component's log: etcd, kube-apiserver, kube-controller-manager,
-kube-scheduler, supervisor, or per node (--node N, default 0) containerd,
-kubelet, kube-proxy, sandbox.`,
-		Args: cobra.ExactArgs(1),
+		Use:   "logs [COMPONENT]",
+		Short: "Print (or follow) a component's log, or list them all",
+		Long: `Print a component's log: a control-plane component (etcd, kube-apiserver,
+kube-controller-manager, kube-scheduler), a node's (containerd, kubelet,
+kube-proxy, sandbox: of node --node N, default 0, or named as
+kubelet@<node>), the supervisor's, or the apiserver's audit log (audit).
+With no COMPONENT it lists every log of the cluster.`,
+		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := env.SavedConfig()
 			if err != nil {
 				return err
 			}
-			path, err := logPath(cfg, args[0], nodeIndex)
+			logs, err := clusterLogs(cmd.Context(), cfg)
+			if err != nil {
+				return err
+			}
+			if len(args) == 0 {
+				return list(env.Streams.Out, logs)
+			}
+			path, err := find(cfg, logs, args[0], nodeIndex, cmd.Flags().Changed("node"))
 			if err != nil {
 				return err
 			}
@@ -59,32 +68,84 @@ kubelet, kube-proxy, sandbox.`,
 	return cmd
 }
 
-func logPath(cfg config.Config, component string, nodeIndex int) (string, error) {
+// clusterLog is one log of the cluster.
+type clusterLog struct {
+	Name, Scope, Path string
+}
+
+// clusterLogs lists the logs of cfg's cluster: every process it
+// describes, in start order, then the apiserver's audit log and the
+// supervisor's.
+func clusterLogs(ctx context.Context, cfg config.Config) ([]clusterLog, error) {
+	plan, _, err := common.Plan(ctx, cfg, false)
+	if err != nil {
+		return nil, err
+	}
+	ds, err := cluster.Describe(plan)
+	if err != nil {
+		return nil, err
+	}
+	order, err := components.StartOrder(ds)
+	if err != nil {
+		return nil, err
+	}
+	var out []clusterLog
+	for _, d := range components.Processes(order) {
+		out = append(out, clusterLog{d.Name, d.Scope, d.Command.LogFile})
+	}
 	p := cfg.Paths()
-	if component == "supervisor" {
-		return p.Log("supervisor", "supervisor"), nil
+	return append(out,
+		clusterLog{"audit", config.ControlPlaneScope, p.Log(config.ControlPlaneScope, "audit")},
+		clusterLog{"supervisor", cluster.SupervisorScope, p.Log(cluster.SupervisorScope, "supervisor")},
+	), nil
+}
+
+// list prints each log with its scope and path; a log not written yet
+// says so.
+func list(out io.Writer, logs []clusterLog) error {
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "COMPONENT\tSCOPE\tLOG")
+	for _, l := range logs {
+		path := l.Path
+		if _, err := os.Stat(path); err != nil {
+			path += " (none yet)"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", l.Name, l.Scope, path)
 	}
-	scope := config.ControlPlaneScope
-	for _, nc := range NodeComponents {
-		if nc == component {
-			if nodeIndex < 0 || nodeIndex >= cfg.Nodes {
-				return "", fmt.Errorf("%w: --node %d: the cluster has nodes 0..%d", config.ErrInvalid, nodeIndex, cfg.Nodes-1)
+	return tw.Flush()
+}
+
+// find returns the path of the log of component, given as a name (of
+// node --node nodeIndex for a node's) or as "<name>@<node>". Errors wrap
+// config.ErrInvalid and list the components.
+func find(cfg config.Config, logs []clusterLog, component string, nodeIndex int, nodeSet bool) (string, error) {
+	if nodeIndex < 0 || nodeIndex >= cfg.Nodes {
+		return "", fmt.Errorf("%w: --node %d: the cluster has nodes 0..%d", config.ErrInvalid, nodeIndex, cfg.Nodes-1)
+	}
+	name, scope, named := strings.Cut(component, "@")
+	var names []string
+	for _, l := range logs {
+		if !slices.Contains(names, l.Name) {
+			names = append(names, l.Name)
+		}
+		if l.Name != name {
+			continue
+		}
+		node := l.Scope != config.ControlPlaneScope && l.Scope != cluster.SupervisorScope
+		switch {
+		case named && l.Scope == scope, !named && !node, !named && l.Scope == cfg.NodeName(nodeIndex):
+			if _, err := os.Stat(l.Path); err != nil {
+				return "", fmt.Errorf("no log of %s in %s yet: %w", component, l.Scope, err)
 			}
-			scope = cfg.NodeName(nodeIndex)
+			return l.Path, nil
 		}
 	}
-	path := p.Log(scope, component)
-	if _, err := os.Stat(path); err != nil {
-		known, _ := filepath.Glob(filepath.Join(filepath.Dir(p.Log(config.ControlPlaneScope, "x")), "*.log"))
-		var names []string
-		for _, k := range known {
-			names = append(names, strings.TrimSuffix(filepath.Base(k), ".log"))
-		}
-		names = append(names, NodeComponents...)
-		sort.Strings(names)
-		return "", fmt.Errorf("%w: no log for %q in scope %s (components: %s)", config.ErrInvalid, component, scope, strings.Join(names, ", "))
+	hint := ""
+	if nodeSet || named {
+		hint = " on that node"
 	}
-	return path, nil
+	return "", fmt.Errorf("%w: no component %q%s (components: %s; `kubernix logs` lists every log)",
+		config.ErrInvalid, component, hint, strings.Join(names, ", "))
 }
 
 // followFile copies path to out and then whatever is appended, until ctx

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"sort"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -21,6 +22,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/cli/common"
 	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/components"
+	"github.com/kubernix/kubernix/pkg/components/apiserver"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/pki"
 	"github.com/kubernix/kubernix/pkg/process"
@@ -56,77 +58,116 @@ func NewCommand(env *common.Env) *cobra.Command {
 
 func printStatus(ctx context.Context, out io.Writer, cfg config.Config) error {
 	p := cfg.Paths()
-	healthy := true
+	plan, _, err := common.Plan(ctx, cfg, false)
+	if err != nil {
+		return err
+	}
+	ds, err := cluster.Describe(plan)
+	if err != nil {
+		return err
+	}
 	pid, supervised := cluster.Running(p)
 	if supervised {
 		fmt.Fprintf(out, "cluster %q: supervisor pid %d, state %s\n", cfg.Name, pid, p.State)
 	} else {
-		healthy = false
 		fmt.Fprintf(out, "cluster %q: no supervisor running (state %s)\n", cfg.Name, p.State)
 	}
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "COMPONENT\tSCOPE\tPID\tSTATE\tRESTARTS\tSINCE\tLAST FAILURE")
-	scopes := append([]string{config.ControlPlaneScope}, cfg.NodeNames()...)
-	for _, scope := range scopes {
-		entries, _ := os.ReadDir(p.Run(scope, ""))
-		var names []string
-		for _, e := range entries {
-			if e.IsDir() {
-				names = append(names, e.Name())
-			}
-		}
-		sort.Strings(names)
-		for _, name := range names {
-			dir := p.Run(scope, name)
-			info, err := process.ReadRun(dir)
-			if err != nil {
-				continue
-			}
-			pid, running := process.Running(dir)
-			if !running {
-				pid = info.PID
-			}
-			rec, err := components.ReadSupervision(dir)
-			if err != nil || !supervised {
-				rec = components.Supervision{} // none, or the last run's
-			}
-			state := componentState(running, rec.State)
-			if state != components.StateRunning {
-				healthy = false
-			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%d\t%s\t%s\n", name, scope, pid, state, rec.Restarts,
-				info.StartedAt.Local().Format(time.DateTime), lastFailure(rec))
-		}
-	}
-	tw.Flush()
+	healthy := printComponents(out, ds, supervised) && supervised
 	for _, n := range cfg.NodeNames() {
 		if b, err := os.ReadFile(cluster.FailedFile(p, n)); err == nil {
 			healthy = false
 			fmt.Fprintf(out, "node %s FAILED: %s", n, b)
 		}
 	}
-	warnExpiring(ctx, out, cfg)
+	warnExpiring(out, plan)
 	// With no apiserver, its address may not be routed to the cluster
 	// any more (after down): do not dial it through the default route.
-	if _, ok := process.Running(p.Run(config.ControlPlaneScope, "kube-apiserver")); !ok {
+	if _, ok := process.Running(p.Run(config.ControlPlaneScope, apiserver.Name)); !ok {
 		fmt.Fprintln(out, "apiserver: not running")
-		return &common.ExitError{Code: 1, Err: fmt.Errorf("cluster %q is not healthy", cfg.Name)}
+		return unhealthy(cfg)
 	}
+	client, err := newClient(p)
+	if err != nil {
+		return err
+	}
+	if ok, err := printNodes(ctx, out, client); err != nil {
+		fmt.Fprintf(out, "apiserver: not answering (%v)\n", err)
+		return unhealthy(cfg)
+	} else if !ok {
+		healthy = false
+	}
+	if !printAddons(ctx, out, client, ds) || !healthy {
+		return unhealthy(cfg)
+	}
+	return nil
+}
+
+func unhealthy(cfg config.Config) error {
+	return &common.ExitError{Code: 1, Err: fmt.Errorf("cluster %q is not healthy", cfg.Name)}
+}
+
+func newClient(p config.Paths) (kubernetes.Interface, error) {
 	rc, err := clientcmd.BuildConfigFromFlags("", cluster.ClientKubeconfig(p))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	rc.Timeout = 3 * time.Second
-	client, err := kubernetes.NewForConfig(rc)
+	return kubernetes.NewForConfig(rc)
+}
+
+// printComponents prints a line per process of the cluster (ds) in start
+// order: its PID, state, restarts, start time and last failure. It
+// reports whether every one runs, healthy. The supervisor's records
+// count only while it runs (supervised).
+func printComponents(out io.Writer, ds []components.Description, supervised bool) bool {
+	healthy := true
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "COMPONENT\tSCOPE\tPID\tSTATE\tRESTARTS\tSINCE\tLAST FAILURE")
+	order, err := components.StartOrder(ds)
 	if err != nil {
-		return err
+		order = ds
 	}
+	for _, d := range components.Processes(order) {
+		dir := d.Command.RunDir
+		info, _ := process.ReadRun(dir)
+		pid, running := process.Running(dir)
+		if !running {
+			pid = info.PID
+		}
+		rec, err := components.ReadSupervision(dir)
+		if err != nil || !supervised {
+			rec = components.Supervision{} // none, or the last run's
+		}
+		state := componentState(running, rec.State)
+		if state != components.StateRunning {
+			healthy = false
+		}
+		since := "-"
+		if !info.StartedAt.IsZero() {
+			since = info.StartedAt.Local().Format(time.DateTime)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.Name, d.Scope, pidString(pid), state, rec.Restarts, since, lastFailure(rec))
+	}
+	tw.Flush()
+	return healthy
+}
+
+func pidString(pid int) string {
+	if pid <= 0 {
+		return "-"
+	}
+	return strconv.Itoa(pid)
+}
+
+// printNodes prints each Node's Ready condition, internal IP and pod
+// CIDRs, and reports whether all are Ready; the error is the API's.
+func printNodes(ctx context.Context, out io.Writer, client kubernetes.Interface) (bool, error) {
 	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		fmt.Fprintf(out, "apiserver: not answering (%v)\n", err)
-		return &common.ExitError{Code: 1, Err: fmt.Errorf("cluster %q is not healthy", cfg.Name)}
+		return false, err
 	}
-	tw = tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
+	healthy := true
+	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(tw, "NODE\tREADY\tINTERNAL-IP\tPOD-CIDR")
 	for _, n := range nodes.Items {
 		ready := "Unknown"
@@ -147,24 +188,31 @@ func printStatus(ctx context.Context, out io.Writer, cfg config.Config) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", n.Name, ready, ip, strings.Join(n.Spec.PodCIDRs, ","))
 	}
 	tw.Flush()
-	for _, addon := range cfg.Addons {
-		if addon == "coredns" {
-			d, err := client.AppsV1().Deployments("kube-system").Get(ctx, "coredns", metav1.GetOptions{})
-			if err != nil {
-				healthy = false
-				fmt.Fprintf(out, "addon coredns: %v\n", err)
-				continue
-			}
-			fmt.Fprintf(out, "addon coredns: %d/%d ready\n", d.Status.ReadyReplicas, d.Status.Replicas)
-			if d.Status.ReadyReplicas == 0 {
-				healthy = false
-			}
+	return healthy, nil
+}
+
+// printAddons prints, for each component whose readiness is a
+// Deployment's availability (the addons), its ready replicas, and
+// reports whether each has at least one.
+func printAddons(ctx context.Context, out io.Writer, client kubernetes.Interface, ds []components.Description) bool {
+	healthy := true
+	for _, d := range ds {
+		if d.Available == "" {
+			continue
+		}
+		ns, name, _ := strings.Cut(d.Available, "/")
+		dep, err := client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			healthy = false
+			fmt.Fprintf(out, "addon %s: %v\n", d.Name, err)
+			continue
+		}
+		fmt.Fprintf(out, "addon %s: %d/%d ready\n", d.Name, dep.Status.ReadyReplicas, dep.Status.Replicas)
+		if dep.Status.ReadyReplicas == 0 {
+			healthy = false
 		}
 	}
-	if !healthy {
-		return &common.ExitError{Code: 1, Err: fmt.Errorf("cluster %q is not healthy", cfg.Name)}
-	}
-	return nil
+	return healthy
 }
 
 // componentState is the state status shows for a component whose
@@ -205,12 +253,7 @@ func lastFailure(rec components.Supervision) string {
 // expires within pki.RenewBefore or has expired, and for each it cannot
 // read. It changes nothing and does not make the cluster unhealthy: the
 // cluster works until the date, and the next up renews them.
-func warnExpiring(ctx context.Context, out io.Writer, cfg config.Config) {
-	plan, _, err := common.Plan(ctx, cfg, false)
-	if err != nil {
-		fmt.Fprintf(out, "WARNING: certificates not checked: %v\n", err)
-		return
-	}
+func warnExpiring(out io.Writer, plan *cluster.Plan) {
 	now := time.Now()
 	exp, err := pki.Expiring(pki.Files(plan.PKISpec()).Certificates(), now, pki.RenewBefore)
 	for _, line := range expiryWarnings(exp, now) {

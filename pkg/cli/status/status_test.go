@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubernix/kubernix/pkg/cli/common"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/pki"
@@ -115,8 +116,12 @@ func TestWarnExpiring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	plan, _, err := common.Plan(context.Background(), cfg, false)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var out bytes.Buffer
-	warnExpiring(context.Background(), &out, cfg)
+	warnExpiring(&out, plan)
 	got := out.String()
 	for _, want := range []string{
 		"WARNING: certificate " + b.Admin.Cert + " (kubernix-admin) expires in 9d",
@@ -137,7 +142,7 @@ func TestWarnExpiring(t *testing.T) {
 		t.Fatal(err)
 	}
 	out.Reset()
-	warnExpiring(context.Background(), &out, cfg)
+	warnExpiring(&out, plan)
 	if out.Len() != 0 {
 		t.Errorf("after renewal: %s", out.String())
 	}

@@ -271,11 +271,8 @@ func runRootlessChild(ctx context.Context, env *common.Env, cfg config.Config, f
 	if err := rootless.PrepareMounts(host.InUserNamespace()); err != nil {
 		return err
 	}
-	plan, report, err := common.Plan(ctx, cfg, true)
+	plan, err := env.CheckedPlan(ctx, cfg)
 	if err != nil {
-		if report != nil {
-			report.Failures().Print(env.Streams.Err)
-		}
 		return err
 	}
 	if !plan.Rootless {

@@ -37,6 +37,8 @@ type flags struct {
 	// rootless.go); notifyPath is then the FIFO to the parent.
 	rootlessChild bool
 	notifyPath    string
+	// dryRun prints the plan and changes nothing (dryrun.go).
+	dryRun bool
 	// parsed is the parsed command line, which a supervisor that up
 	// starts gets (passThroughArgs).
 	parsed *pflag.FlagSet
@@ -73,6 +75,7 @@ must provide for that.`,
 	cmd.Flags().BoolVarP(&f.detach, "detach", "d", false, "start a background supervisor and return once the cluster is Ready")
 	cmd.Flags().BoolVar(&f.retain, "retain", false, "on failure, keep what was started for inspection (kubernix down removes it)")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 5*time.Minute, "give up if the cluster is not Ready in this time")
+	cmd.Flags().BoolVar(&f.dryRun, "dry-run", false, "print every component's command line, environment, needs and files in start order, and change nothing")
 	cmd.Flags().IntVar(&f.notifyFD, "notify-fd", 0, "internal: report progress and readiness to a detaching parent on this fd")
 	_ = cmd.Flags().MarkHidden("notify-fd")
 	cmd.Flags().StringVar(&f.notifyPath, "notify-path", "", "internal: report progress and readiness to the parent on this FIFO")
@@ -99,6 +102,9 @@ func runUp(ctx context.Context, env *common.Env, f *flags, notify *notifier) err
 	cfg, err := env.Config()
 	if err != nil {
 		return err
+	}
+	if f.dryRun {
+		return dryRun(ctx, env, cfg)
 	}
 	if f.notifyFD > 0 || f.rootlessChild {
 		// A supervisor kubernix started has no terminal to lose: a
@@ -154,11 +160,8 @@ func runAsRoot(ctx context.Context, env *common.Env, cfg config.Config, f *flags
 	if err := cluster.Preflight(cfg); err != nil {
 		return err
 	}
-	plan, report, err := common.Plan(ctx, cfg, true)
+	plan, err := env.CheckedPlan(ctx, cfg)
 	if err != nil {
-		if report != nil {
-			report.Failures().Print(env.Streams.Err)
-		}
 		return err
 	}
 	if err := cluster.CheckName(plan); err != nil {

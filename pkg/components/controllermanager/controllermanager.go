@@ -7,9 +7,16 @@ import (
 	"net/netip"
 	"strconv"
 
+	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/components"
+	"github.com/kubernix/kubernix/pkg/components/apiserver"
+	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/pki"
 	"github.com/kubernix/kubernix/pkg/process"
 )
+
+// Name is the component's name.
+const Name = "kube-controller-manager"
 
 // SecurePort is kube-controller-manager's HTTPS port (its upstream default).
 const SecurePort = 10257
@@ -23,8 +30,6 @@ type Spec struct {
 	NodeMaskSize int
 	ServiceCIDR  netip.Prefix
 	PKI          *pki.Bundle
-	// CAKey signs CSRs (the cluster CA's key).
-	LogFile, RunDir, Scope string
 }
 
 // HealthURL is the /healthz endpoint.
@@ -32,31 +37,35 @@ func (s Spec) HealthURL() string {
 	return "https://" + netip.AddrPortFrom(s.IP, SecurePort).String() + "/healthz"
 }
 
+// Describe returns the controller-manager. It starts with the apiserver
+// serving: it waits for the apiserver's /healthz itself (up to 10 s, then
+// it exits and is restarted) before it makes its controllers, and its
+// process start-up (1 to 1.5 s on 2 busy cores) overlaps the apiserver's
+// post-start hooks. Its /healthz is served with a certificate of the
+// cluster CA and needs no client certificate.
+func Describe(s Spec) components.Description {
+	return components.Description{
+		Name: Name, Scope: config.ControlPlaneScope, Kind: components.KindProcess, Phase: component.Controller,
+		Needs: []string{apiserver.Name}, Binary: Name, Command: Command(s),
+		Probe: components.Probe{HTTPGet: s.HealthURL(), CAFile: s.PKI.CA.Cert},
+	}
+}
+
 // Command returns kube-controller-manager's process. Leader election is off:
 // there is one instance, and electing would delay a restart by a lease.
 func Command(s Spec) process.Command {
 	return process.Command{
-		Name:  "kube-controller-manager",
-		Scope: s.Scope,
-		Path:  s.Binary,
-		Args: []string{
-			"--kubeconfig=" + s.Kubeconfig,
-			"--authentication-kubeconfig=" + s.Kubeconfig,
-			"--authorization-kubeconfig=" + s.Kubeconfig,
-			"--bind-address=" + s.IP.String(),
-			"--secure-port=" + strconv.Itoa(SecurePort),
-			"--tls-cert-file=" + s.PKI.ControllerManagerServing.Cert,
-			"--tls-private-key-file=" + s.PKI.ControllerManagerServing.Key,
-			"--client-ca-file=" + s.PKI.CA.Cert,
-			"--requestheader-client-ca-file=" + s.PKI.FrontProxyCA.Cert,
+		Path: s.Binary,
+		Args: append(components.ControllerArgs(s.Kubeconfig, s.IP, SecurePort, s.PKI.ControllerManagerServing,
+			s.PKI.CA.Cert, s.PKI.FrontProxyCA.Cert),
 			"--allocate-node-cidrs=true",
-			"--cluster-cidr=" + s.ClusterCIDR.String(),
-			"--node-cidr-mask-size=" + strconv.Itoa(s.NodeMaskSize),
-			"--service-cluster-ip-range=" + s.ServiceCIDR.String(),
-			"--cluster-signing-cert-file=" + s.PKI.CA.Cert,
-			"--cluster-signing-key-file=" + s.PKI.CA.Key,
-			"--root-ca-file=" + s.PKI.CA.Cert,
-			"--service-account-private-key-file=" + s.PKI.ServiceAccountKey,
+			"--cluster-cidr="+s.ClusterCIDR.String(),
+			"--node-cidr-mask-size="+strconv.Itoa(s.NodeMaskSize),
+			"--service-cluster-ip-range="+s.ServiceCIDR.String(),
+			"--cluster-signing-cert-file="+s.PKI.CA.Cert,
+			"--cluster-signing-key-file="+s.PKI.CA.Key,
+			"--root-ca-file="+s.PKI.CA.Cert,
+			"--service-account-private-key-file="+s.PKI.ServiceAccountKey,
 			"--use-service-account-credentials=true",
 			// Each controller gets its own service account and token
 			// through the shared client, rate-limited by default to 20
@@ -68,8 +77,6 @@ func Command(s Spec) process.Command {
 			"--configure-cloud-routes=false",
 			"--leader-elect=false",
 			"--profiling=false",
-		},
-		LogFile: s.LogFile,
-		RunDir:  s.RunDir,
+		),
 	}
 }

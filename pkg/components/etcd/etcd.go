@@ -12,9 +12,15 @@ import (
 	"net/netip"
 	"strconv"
 
+	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/components"
+	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/pki"
 	"github.com/kubernix/kubernix/pkg/process"
 )
+
+// Name is the component's name.
+const Name = "etcd"
 
 // Ports etcd listens on (TCP, on Spec.IP).
 const (
@@ -29,9 +35,6 @@ type Spec struct {
 	DataDir string
 	IP      netip.Addr // listen and advertise address
 	PKI     *pki.Bundle
-	LogFile string
-	RunDir  string
-	Scope   string
 }
 
 // ClientURL is etcd's client endpoint, as the apiserver dials it.
@@ -39,15 +42,22 @@ func (s Spec) ClientURL() string {
 	return "https://" + net.JoinHostPort(s.IP.String(), strconv.Itoa(ClientPort))
 }
 
+// Describe returns etcd as a component of the control plane's first
+// phase, ready once its /health answers to the apiserver's client
+// certificate.
+func Describe(s Spec) components.Description {
+	return components.Description{
+		Name: Name, Scope: config.ControlPlaneScope, Kind: components.KindProcess, Phase: component.Infrastructure,
+		Binary: Name, Command: Command(s),
+		Probe: components.Probe{HTTPGet: s.ClientURL() + "/health", CAFile: s.PKI.EtcdCA.Cert, Client: s.PKI.APIServerEtcdClient},
+	}
+}
+
 // Command returns etcd's process.
 func Command(s Spec) process.Command {
 	peer := "https://" + net.JoinHostPort(s.IP.String(), strconv.Itoa(PeerPort))
 	return process.Command{
-		Name:    "etcd",
-		Scope:   s.Scope,
-		Path:    s.Binary,
-		LogFile: s.LogFile,
-		RunDir:  s.RunDir,
+		Path: s.Binary,
 		Args: []string{
 			"--name=" + s.Name,
 			"--data-dir=" + s.DataDir,

@@ -4,16 +4,21 @@
 package kubelet
 
 import (
-	"fmt"
 	"net/netip"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
-	"sigs.k8s.io/yaml"
 
+	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/components"
+	"github.com/kubernix/kubernix/pkg/components/apiserver"
+	"github.com/kubernix/kubernix/pkg/components/containerd"
 	"github.com/kubernix/kubernix/pkg/process"
 )
+
+// Name is the component's name.
+const Name = "kubelet"
 
 // Ports the kubelet listens on, on its node IP.
 const (
@@ -46,10 +51,7 @@ type Spec struct {
 	// allocatable enforcement on the pods' cgroup.
 	Rootless bool
 	// ResolvConf is the resolv.conf pods with dnsPolicy Default get (and CoreDNS forwards to).
-	ResolvConf             string
-	LogFile, RunDir, Scope string
-	// Wrapper runs the kubelet inside the node's sandbox, if any.
-	Wrapper []string
+	ResolvConf string
 }
 
 // HealthURL is the kubelet's /healthz endpoint.
@@ -62,20 +64,15 @@ func Config(s Spec) *kubeletv1beta1.KubeletConfiguration {
 	f, t := false, true
 	zero := int32(0)
 	c := &kubeletv1beta1.KubeletConfiguration{
-		TypeMeta: metav1.TypeMeta{APIVersion: "kubelet.config.k8s.io/v1beta1", Kind: "KubeletConfiguration"},
-		Address:  s.NodeIP.String(),
-		Port:     Port,
-		// The read-only port serves pod data without authentication: off.
-		ReadOnlyPort:       zero,
-		HealthzBindAddress: s.NodeIP.String(),
-		HealthzPort:        ptr(int32(HealthzPort)),
-		TLSCertFile:        s.TLSCert,
-		TLSPrivateKeyFile:  s.TLSKey,
-		Authentication: kubeletv1beta1.KubeletAuthentication{
-			Anonymous: kubeletv1beta1.KubeletAnonymousAuthentication{Enabled: &f},
-			Webhook:   kubeletv1beta1.KubeletWebhookAuthentication{Enabled: &t},
-			X509:      kubeletv1beta1.KubeletX509Authentication{ClientCAFile: s.CAFile},
-		},
+		TypeMeta:                 metav1.TypeMeta{APIVersion: "kubelet.config.k8s.io/v1beta1", Kind: "KubeletConfiguration"},
+		Address:                  s.NodeIP.String(),
+		Port:                     Port,
+		ReadOnlyPort:             zero, // it serves pod data without authentication
+		HealthzBindAddress:       s.NodeIP.String(),
+		HealthzPort:              ptr(int32(HealthzPort)),
+		TLSCertFile:              s.TLSCert,
+		TLSPrivateKeyFile:        s.TLSKey,
+		Authentication:           authentication(s.CAFile),
 		Authorization:            kubeletv1beta1.KubeletAuthorization{Mode: kubeletv1beta1.KubeletAuthorizationModeWebhook},
 		ContainerRuntimeEndpoint: "unix://" + s.RuntimeEndpoint,
 		CgroupDriver:             "cgroupfs",
@@ -90,9 +87,6 @@ func Config(s Spec) *kubeletv1beta1.KubeletConfiguration {
 		// and kernel.panic_on_oops differ from the kubelet's wishes; with
 		// false the kubelet sets them, and kubernix restores them at down.
 		ProtectKernelDefaults: false,
-		RotateCertificates:    false,
-		ServerTLSBootstrap:    false,
-		StaticPodPath:         "",
 		// Compute node status every 2 s (it is only sent when it changed,
 		// or every NodeStatusReportFrequency), so a restarted node turns
 		// Ready within seconds instead of the upstream 10 s.
@@ -101,14 +95,9 @@ func Config(s Spec) *kubeletv1beta1.KubeletConfiguration {
 		// Images are imported, not pulled; never garbage-collect them for a
 		// nearly full disk of a developer's laptop, and evict only when
 		// really short.
-		ImageGCHighThresholdPercent: ptr(int32(100)),
-		ImageGCLowThresholdPercent:  ptr(int32(99)),
-		EvictionHard: map[string]string{
-			"memory.available":  "100Mi",
-			"nodefs.available":  "1%",
-			"imagefs.available": "1%",
-			"nodefs.inodesFree": "1%",
-		},
+		ImageGCHighThresholdPercent:  ptr(int32(100)),
+		ImageGCLowThresholdPercent:   ptr(int32(99)),
+		EvictionHard:                 evictionHard,
 		SerializeImagePulls:          &f,
 		EnforceNodeAllocatable:       []string{"pods"},
 		FeatureGates:                 map[string]bool{},
@@ -123,32 +112,75 @@ func Config(s Spec) *kubeletv1beta1.KubeletConfiguration {
 		// node and start, for nothing.
 		MakeIPTablesUtilChains: &f,
 	}
+	adaptToHost(c, s)
+	return c
+}
+
+// adaptToHost sets what differs on a cgroup v1 host and in rootless mode.
+func adaptToHost(c *kubeletv1beta1.KubeletConfiguration, s Spec) {
 	if s.CgroupV1 {
-		c.FailCgroupV1 = &f
+		c.FailCgroupV1 = ptr(false)
 	}
 	if s.Rootless {
 		c.FeatureGates["KubeletInUserNamespace"] = true
 		// "none": an empty list would be omitted and defaulted to "pods".
 		c.EnforceNodeAllocatable = []string{"none"}
 	}
-	return c
+}
+
+// authentication lets in client certificates of the CA at caFile and
+// bearer tokens the apiserver vouches for (webhook), and nobody
+// anonymous.
+func authentication(caFile string) kubeletv1beta1.KubeletAuthentication {
+	f, t := false, true
+	return kubeletv1beta1.KubeletAuthentication{
+		Anonymous: kubeletv1beta1.KubeletAnonymousAuthentication{Enabled: &f},
+		Webhook:   kubeletv1beta1.KubeletWebhookAuthentication{Enabled: &t},
+		X509:      kubeletv1beta1.KubeletX509Authentication{ClientCAFile: caFile},
+	}
+}
+
+// evictionHard evicts pods only when the node is really short of memory
+// or disk, as on a developer's nearly full laptop.
+var evictionHard = map[string]string{
+	"memory.available":  "100Mi",
+	"nodefs.available":  "1%",
+	"imagefs.available": "1%",
+	"nodefs.inodesFree": "1%",
 }
 
 // Render returns the node's KubeletConfiguration as YAML.
-func Render(s Spec) ([]byte, error) {
-	b, err := yaml.Marshal(Config(s))
+func Render(s Spec) ([]byte, error) { return components.RenderYAML(Config(s), "kubelet config") }
+
+// Describe returns the node's kubelet, run in its node's sandbox. It
+// needs the apiserver serving, where it registers (the node authorizer
+// needs no RBAC objects), and its node's containerd, its container
+// runtime; not the controller-manager or the scheduler. Its readiness
+// probe is its /healthz, which the cluster follows with the Node's Ready
+// condition; its liveness is /healthz alone, so an apiserver outage does
+// not restart it. It errors when the config does not render.
+func Describe(s Spec) (components.Description, error) {
+	b, err := Render(s)
 	if err != nil {
-		return nil, fmt.Errorf("render kubelet config: %w", err)
+		return components.Description{}, err
 	}
-	return append([]byte("# generated by kubernix, do not edit\n"), b...), nil
+	health := components.Probe{HTTPGet: s.HealthURL()}
+	ready := health
+	ready.Then = "the Node " + s.NodeName + " is Ready in a status this kubelet posted (registered with its pod CIDR first)"
+	return components.Description{
+		Name: Name, Scope: s.NodeName, Kind: components.KindProcess, Phase: component.NodeAgent,
+		Needs:  []string{apiserver.Name, components.ID(containerd.Name, s.NodeName)},
+		Binary: Name, Command: Command(s), InSandbox: true,
+		Files: []components.File{{Path: s.ConfigFile, Content: b}},
+		Dirs:  []string{s.RootDir, s.PodLogsDir},
+		Probe: ready, Liveness: &health,
+	}, nil
 }
 
 // Command returns the kubelet's process.
 func Command(s Spec) process.Command {
 	return process.Command{
-		Name:  "kubelet",
-		Scope: s.Scope,
-		Path:  s.Binary,
+		Path: s.Binary,
 		Args: []string{
 			"--config=" + s.ConfigFile,
 			"--kubeconfig=" + s.Kubeconfig,
@@ -156,9 +188,6 @@ func Command(s Spec) process.Command {
 			"--hostname-override=" + s.NodeName,
 			"--node-ip=" + s.NodeIP.String(),
 		},
-		LogFile: s.LogFile,
-		RunDir:  s.RunDir,
-		Wrapper: s.Wrapper,
 	}
 }
 

@@ -1,6 +1,8 @@
 package kubeproxy
 
 import (
+	"github.com/kubernix/kubernix/pkg/components"
+
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,15 +34,19 @@ func TestLinkTools(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			err := LinkTools(s, tt.nft)
+			s.NFT, s.NodeName, s.ConfigFile = tt.nft, "node-0", filepath.Join(t.TempDir(), "kube-proxy.yaml")
+			d, err := Describe(s)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
-					t.Fatalf("LinkTools error = %v, want one containing %q", err, tt.wantErr)
+					t.Fatalf("Describe error = %v, want one containing %q", err, tt.wantErr)
 				}
 				return
 			}
 			if err != nil {
-				t.Fatalf("LinkTools: %v", err)
+				t.Fatalf("Describe: %v", err)
+			}
+			if err := components.WriteFiles(d); err != nil {
+				t.Fatalf("WriteFiles: %v", err)
 			}
 			entries, err := os.ReadDir(s.ToolDir)
 			if err != nil {
@@ -57,11 +63,17 @@ func TestLinkTools(t *testing.T) {
 }
 
 func TestCommandPath(t *testing.T) {
-	s := Spec{Binary: "/bin/kube-proxy", ConfigFile: "/state/kube-proxy.yaml", ToolDir: "/state/kube-proxy-path",
-		Env: []string{"HOME=/root", "PATH=/usr/sbin:/usr/bin", "LANG=C"}}
-	got := Command(s).Env
-	want := []string{"HOME=/root", "LANG=C", "PATH=/state/kube-proxy-path"}
-	if !slices.Equal(got, want) {
-		t.Errorf("Env = %q, want %q", got, want)
+	t.Setenv("PATH", "/usr/sbin:/usr/bin")
+	t.Setenv("NOTIFY_SOCKET", "/run/notify")
+	s := Spec{Binary: "/bin/kube-proxy", ConfigFile: "/state/kube-proxy.yaml", ToolDir: "/state/kube-proxy-path"}
+	d := components.Description{Command: Command(s)}
+	var path []string
+	for _, kv := range d.Environ() {
+		if strings.HasPrefix(kv, "PATH=") || strings.HasPrefix(kv, "NOTIFY_SOCKET=") {
+			path = append(path, kv)
+		}
+	}
+	if want := []string{"PATH=/state/kube-proxy-path"}; !slices.Equal(path, want) {
+		t.Errorf("PATH and NOTIFY_SOCKET in the environment = %q, want %q", path, want)
 	}
 }

@@ -3,11 +3,17 @@ package scheduler
 
 import (
 	"net/netip"
-	"strconv"
 
+	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/components"
+	"github.com/kubernix/kubernix/pkg/components/apiserver"
+	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/pki"
 	"github.com/kubernix/kubernix/pkg/process"
 )
+
+// Name is the component's name.
+const Name = "kube-scheduler"
 
 // SecurePort is kube-scheduler's HTTPS port (its upstream default).
 const SecurePort = 10259
@@ -22,8 +28,7 @@ type Spec struct {
 	// certificates may assert a user in request headers.
 	RequestHeaderCAFile string
 	// Serving is the secure port's certificate and key.
-	Serving                pki.Pair
-	LogFile, RunDir, Scope string
+	Serving pki.Pair
 }
 
 // HealthURL is the /healthz endpoint.
@@ -31,26 +36,26 @@ func (s Spec) HealthURL() string {
 	return "https://" + netip.AddrPortFrom(s.IP, SecurePort).String() + "/healthz"
 }
 
+// Describe returns the scheduler. It lists and watches as
+// system:kube-scheduler, whose RBAC bindings exist only once the
+// apiserver is ready (apiserver.ReadyName); a forbidden list would back
+// off for up to 1.6 s. Its /healthz is served with a certificate of the
+// cluster CA and needs no client certificate.
+func Describe(s Spec) components.Description {
+	return components.Description{
+		Name: Name, Scope: config.ControlPlaneScope, Kind: components.KindProcess, Phase: component.Controller,
+		Needs: []string{apiserver.ReadyName}, Binary: Name, Command: Command(s),
+		Probe: components.Probe{HTTPGet: s.HealthURL(), CAFile: s.CAFile},
+	}
+}
+
 // Command returns kube-scheduler's process, leader election off (one instance).
 func Command(s Spec) process.Command {
 	return process.Command{
-		Name:  "kube-scheduler",
-		Scope: s.Scope,
-		Path:  s.Binary,
-		Args: []string{
-			"--kubeconfig=" + s.Kubeconfig,
-			"--authentication-kubeconfig=" + s.Kubeconfig,
-			"--authorization-kubeconfig=" + s.Kubeconfig,
-			"--client-ca-file=" + s.CAFile,
-			"--requestheader-client-ca-file=" + s.RequestHeaderCAFile,
-			"--bind-address=" + s.IP.String(),
-			"--secure-port=" + strconv.Itoa(SecurePort),
-			"--tls-cert-file=" + s.Serving.Cert,
-			"--tls-private-key-file=" + s.Serving.Key,
+		Path: s.Binary,
+		Args: append(components.ControllerArgs(s.Kubeconfig, s.IP, SecurePort, s.Serving, s.CAFile, s.RequestHeaderCAFile),
 			"--leader-elect=false",
 			"--profiling=false",
-		},
-		LogFile: s.LogFile,
-		RunDir:  s.RunDir,
+		),
 	}
 }

@@ -1,0 +1,122 @@
+// Package addons is the table of the workloads kubernix can deploy into a
+// cluster once its nodes are Ready (CoreDNS today). An addon is a
+// manifest template under manifests/ plus one entry in Table: the
+// table drives the --addons validation and help, the components `up`
+// registers (apply the manifest, wait for the Deployment), and `status`.
+package addons
+
+import (
+	"bytes"
+	"embed"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+	"text/template"
+
+	"github.com/kubernix/kubernix/pkg/images"
+)
+
+//go:embed manifests/*.yaml.tmpl
+var manifests embed.FS
+
+// Addon is one deployable addon.
+type Addon struct {
+	// Name is what --addons takes, e.g. "coredns".
+	Name string
+	// Help says in a few words what it gives the cluster.
+	Help string
+	// Manifest is the file name of its text/template under manifests/;
+	// its data is Params.
+	Manifest string
+	// Images are the built-in images (pkg/images names) its pods run;
+	// the template finds their references in Params.Images.
+	Images []string
+	// Deployment is the "namespace/name" of the Deployment whose
+	// availability is the addon's health.
+	Deployment string
+	// Default addons are deployed unless --addons says otherwise.
+	Default bool
+}
+
+// Table lists every addon, in the order they are registered.
+var Table = []Addon{
+	{
+		Name: "coredns", Help: "cluster DNS, Service kube-dns",
+		Manifest: "coredns.yaml.tmpl", Images: []string{"coredns"},
+		Deployment: "kube-system/coredns", Default: true,
+	},
+}
+
+// Params are what a manifest is rendered from.
+type Params struct {
+	// ClusterDomain is the cluster's DNS domain, e.g. "cluster.local".
+	ClusterDomain string
+	// DNSIP is the cluster DNS Service's IP (the kubelets' clusterDNS).
+	DNSIP netip.Addr
+	// Images maps a built-in image's name to its reference, e.g.
+	// "coredns" -> "registry.k8s.io/coredns/coredns:v1.14.6"; filled by
+	// Render.
+	Images map[string]string
+}
+
+// Lookup returns the addon named.
+func Lookup(name string) (Addon, bool) {
+	i := slices.IndexFunc(Table, func(a Addon) bool { return a.Name == name })
+	if i < 0 {
+		return Addon{}, false
+	}
+	return Table[i], true
+}
+
+// Names returns every addon's name, in Table order.
+func Names() []string {
+	var out []string
+	for _, a := range Table {
+		out = append(out, a.Name)
+	}
+	return out
+}
+
+// Defaults returns the names of the default addons.
+func Defaults() []string {
+	var out []string
+	for _, a := range Table {
+		if a.Default {
+			out = append(out, a.Name)
+		}
+	}
+	return out
+}
+
+// Help describes every addon on one line, for flag help: "coredns
+// (cluster DNS ...)".
+func Help() string {
+	var out []string
+	for _, a := range Table {
+		out = append(out, fmt.Sprintf("%s (%s)", a.Name, a.Help))
+	}
+	return strings.Join(out, ", ")
+}
+
+// Render returns a's manifest for p. It errors when a built-in image it
+// names is unknown or the template fails (a missing key included).
+func (a Addon) Render(p Params) ([]byte, error) {
+	p.Images = map[string]string{}
+	for _, name := range a.Images {
+		b, ok := images.Lookup(name)
+		if !ok {
+			return nil, fmt.Errorf("addon %s: no built-in image %q", a.Name, name)
+		}
+		p.Images[name] = b.Ref
+	}
+	t, err := template.New(a.Manifest).Option("missingkey=error").ParseFS(manifests, "manifests/"+a.Manifest)
+	if err != nil {
+		return nil, fmt.Errorf("addon %s: parse manifest: %w", a.Name, err)
+	}
+	var buf bytes.Buffer
+	if err := t.Execute(&buf, p); err != nil {
+		return nil, fmt.Errorf("addon %s: render manifest: %w", a.Name, err)
+	}
+	return buf.Bytes(), nil
+}

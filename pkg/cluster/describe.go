@@ -1,0 +1,279 @@
+package cluster
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/kubernix/kubernix/pkg/addons"
+	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/components"
+	"github.com/kubernix/kubernix/pkg/components/apiserver"
+	ctrdcomp "github.com/kubernix/kubernix/pkg/components/containerd"
+	"github.com/kubernix/kubernix/pkg/components/controllermanager"
+	"github.com/kubernix/kubernix/pkg/components/etcd"
+	"github.com/kubernix/kubernix/pkg/components/kubelet"
+	"github.com/kubernix/kubernix/pkg/components/kubeproxy"
+	"github.com/kubernix/kubernix/pkg/components/scheduler"
+	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/containerd"
+	"github.com/kubernix/kubernix/pkg/host"
+	"github.com/kubernix/kubernix/pkg/images"
+	"github.com/kubernix/kubernix/pkg/node"
+	"github.com/kubernix/kubernix/pkg/pki"
+	"github.com/kubernix/kubernix/pkg/rootless"
+)
+
+// The cluster's own tasks: work the supervisor does once the apiserver is
+// ready (see accounts.go, admins.go).
+const (
+	controllerAccountsTask = "controller-accounts"
+	clusterAdminsTask      = "cluster-admins"
+)
+
+// describers build the cluster's components from its plan, in order: the
+// one table up, down, status, logs and `up --dry-run` all read.
+var describers = []func(*Plan) ([]components.Description, error){
+	describeControlPlane,
+	describeNodes,
+	describeAddons,
+}
+
+// Describe returns every component of plan's cluster, as data, located in
+// its state dir (components.Description.Locate) and in describers'
+// order; see StartOrder for the order they start in. It renders files but
+// writes nothing. Errors name the component whose description failed.
+func Describe(plan *Plan) ([]components.Description, error) {
+	var out []components.Description
+	for _, describe := range describers {
+		ds, err := describe(plan)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ds...)
+	}
+	for i := range out {
+		out[i].Locate(plan.Paths)
+		if out[i].Kind == components.KindProcess && len(out[i].Command.Env) == 0 {
+			out[i].Command.Env = []string{"PATH=" + plan.searchPath()}
+		}
+	}
+	return out, nil
+}
+
+// searchPath is the PATH of the components: the directories of our
+// binaries (containerd finds its shim there, runc its hooks), then the
+// supervisor's PATH.
+func (p *Plan) searchPath() string {
+	dirs := []string{filepath.Dir(p.Bin("containerd"))}
+	if r := p.Bin("runc"); r != "" {
+		dirs = append(dirs, filepath.Dir(r))
+	}
+	return strings.Join(append(dirs, os.Getenv("PATH")), ":")
+}
+
+// describeControlPlane describes etcd, the apiserver (and its readiness
+// gate), the controller-manager, the scheduler and the cluster's tasks.
+func describeControlPlane(p *Plan) ([]components.Description, error) {
+	b := pki.Files(p.PKISpec())
+	scope := config.ControlPlaneScope
+	etcdSpec := etcd.Spec{Binary: p.Bin("etcd"), Name: p.Cfg.Name, DataDir: p.Paths.EtcdData(), IP: p.APIServerIP, PKI: b}
+	api, err := apiserver.Describe(apiserver.Spec{
+		Binary: p.Bin("kube-apiserver"), IP: p.APIServerIP, Port: p.Cfg.APIServerPort,
+		EtcdURL: etcdSpec.ClientURL(), ServiceCIDR: p.Net.Service, ClusterDomain: p.Cfg.ClusterDomain,
+		PKI: b, AuditPolicyFile: p.Paths.AuditPolicy(), AuditLogFile: p.Paths.Log(scope, "audit"),
+	})
+	if err != nil {
+		return nil, err
+	}
+	task := func(name, summary string) components.Description {
+		return components.Description{Name: name, Scope: scope, Kind: components.KindTask, Phase: component.Controller,
+			Needs: []string{apiserver.ReadyName}, Summary: summary}
+	}
+	out := append([]components.Description{etcd.Describe(etcdSpec)}, api...)
+	return append(out,
+		controllermanager.Describe(controllermanager.Spec{
+			Binary: p.Bin("kube-controller-manager"), Kubeconfig: p.Paths.Kubeconfig(controllermanager.Name),
+			IP: p.APIServerIP, ClusterCIDR: p.Net.Cluster, NodeMaskSize: p.Net.NodeMaskSize,
+			ServiceCIDR: p.Net.Service, PKI: b,
+		}),
+		scheduler.Describe(scheduler.Spec{
+			Binary: p.Bin("kube-scheduler"), Kubeconfig: p.Paths.Kubeconfig(scheduler.Name),
+			IP: p.APIServerIP, CAFile: b.CA.Cert, RequestHeaderCAFile: b.FrontProxyCA.Cert, Serving: b.SchedulerServing,
+		}),
+		task(controllerAccountsTask, "create the controllers' service accounts in kube-system in advance"),
+		task(clusterAdminsTask, "apply the ClusterRoleBindings "+ClusterAdminsBinding+" and "+KubeletAPIAdminBinding),
+	), nil
+}
+
+// describeNodes describes each node: its sandbox (if its executor has
+// one), containerd, kubelet and kube-proxy.
+func describeNodes(p *Plan) ([]components.Description, error) {
+	var out []components.Description
+	for _, nd := range p.Nodes {
+		ds, err := p.describeNode(nd)
+		if err != nil {
+			return nil, fmt.Errorf("node %s: %w", nd.Name, err)
+		}
+		out = append(out, ds...)
+	}
+	return out, nil
+}
+
+func (p *Plan) describeNode(nd *node.Node) ([]components.Description, error) {
+	var out []components.Description
+	sandbox := ""
+	if sb, ok := nd.Exec.Sandbox(); ok {
+		out = append(out, sb)
+		sandbox = sb.ID()
+	}
+	np := p.Paths.Node(nd.Name)
+	ctrdSpec := ctrdcomp.Spec{
+		Binary: p.Bin("containerd"), NodeName: nd.Name, ConfigFile: np.ContainerdConfig(),
+		Config: p.ContainerdConfig(nd), Sandbox: sandbox,
+		CNI: containerd.CNIConfig{Name: "kubernix", Bridge: p.CNIBridge(nd), PodCIDR: nd.PodCIDR.String(),
+			Gateway: true, DataDir: np.CNIData()},
+	}
+	if p.Rootless {
+		wrapper, err := p.runtimeWrapper()
+		if err != nil {
+			return nil, err
+		}
+		ctrdSpec.RuntimeWrapper = &wrapper
+	}
+	ctrd, err := ctrdcomp.Describe(ctrdSpec)
+	if err != nil {
+		return nil, err
+	}
+	kl, err := kubelet.Describe(p.kubeletSpec(nd))
+	if err != nil {
+		return nil, err
+	}
+	proxySpec := p.kubeProxySpec(nd)
+	proxySpec.Sandbox = sandbox
+	kp, err := kubeproxy.Describe(proxySpec)
+	if err != nil {
+		return nil, err
+	}
+	return append(out, ctrd, kl, kp), nil
+}
+
+// describeAddons describes each addon of the config (addons.Table) as
+// two tasks of the Addons phase. The first applies its manifest as soon
+// as the apiserver is ready, so that the controllers create its pods
+// while the nodes boot and the scheduler binds them the moment a node is
+// Ready. The second waits, after everything else that starts before the
+// addons, for the addon's Deployment to be Available: its time is what
+// the addon adds to the boot.
+func describeAddons(p *Plan) ([]components.Description, error) {
+	var out []components.Description
+	scope := config.ControlPlaneScope
+	for _, name := range p.Cfg.Addons {
+		a, ok := addons.Lookup(name)
+		if !ok {
+			return nil, fmt.Errorf("%w: --addons: unknown addon %q", config.ErrInvalid, name)
+		}
+		manifest, err := a.Render(addons.Params{ClusterDomain: p.Cfg.ClusterDomain, DNSIP: p.Net.DNSServiceIP()})
+		if err != nil {
+			return nil, err
+		}
+		apply := components.Description{Name: a.Name + manifestSuffix, Scope: scope, Kind: components.KindTask,
+			Phase: component.Addons, Needs: []string{apiserver.ReadyName}, Manifest: manifest,
+			Summary: "server-side apply the " + a.Name + " manifest (below)"}
+		out = append(out, apply, components.Description{Name: a.Name, Scope: scope, Kind: components.KindTask,
+			Phase: component.Addons, Needs: []string{apply.ID()}, AfterEarlierPhases: true, Available: a.Deployment,
+			Summary: "wait until Deployment " + a.Deployment + " is Available with its pods Ready since this up began"})
+	}
+	return out, nil
+}
+
+// manifestSuffix names an addon's manifest task: "<addon>-manifest".
+const manifestSuffix = "-manifest"
+
+// runtime returns the OCI runtime containerd should use: crun where the
+// doctor proved it works with this containerd, else runc.
+func (p *Plan) runtime() (name, path string) {
+	if p.Facts.CrunWorks && p.Bin("crun") != "" {
+		return "crun", p.Bin("crun")
+	}
+	return "runc", p.Bin("runc")
+}
+
+// runtimeWrapper is the rootless OCI runtime wrapper script, for the
+// runtime the doctor chose, running this kubernix binary.
+func (p *Plan) runtimeWrapper() (components.File, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return components.File{}, err
+	}
+	_, runtime := p.runtime()
+	b, err := rootless.RenderWrapper(self, runtime)
+	if err != nil {
+		return components.File{}, err
+	}
+	return components.File{Path: p.WrapperPath(), Content: b, Mode: 0o755}, nil
+}
+
+// CNIBridge is the name of a node's pod bridge: in its own network
+// namespace the plain "cni0", in the host's one unique to the cluster.
+func (p *Plan) CNIBridge(nd *node.Node) string {
+	if nd.Exec.HostNetwork() {
+		return p.Names.CNIBridge
+	}
+	return "cni0"
+}
+
+// ContainerdConfig returns the containerd config of a node. In a rootless
+// cluster the runtime binary is the wrapper script (Plan.WrapperPath) that
+// adapts each bundle to the user namespace, oom_score_adj is always
+// restricted, and the snapshotter is the one the doctor found to work
+// there.
+func (p *Plan) ContainerdConfig(nd *node.Node) containerd.Config {
+	np := p.Paths.Node(nd.Name)
+	name, path := p.runtime()
+	if p.Rootless {
+		path = p.WrapperPath()
+	}
+	return containerd.Config{
+		Root: np.ContainerdRoot(), State: np.ContainerdState(),
+		Address: np.ContainerdSocket(), TTRPCAddress: np.ContainerdTTRPCSocket(),
+		SandboxImage: SandboxImage(), Runtime: name, RuntimeBinary: path,
+		Snapshotter:         p.Facts.Snapshotter,
+		RestrictOOMScoreAdj: !p.Facts.HasSysResource || p.Rootless,
+		DisableApparmor:     true,
+		CNIBinDirs:          []string{p.Facts.CNIDir},
+		CNIConfDir:          np.CNIConf(),
+		OptPath:             filepath.Join(np.Dir, "containerd", "opt"),
+		RegistryConfigPath:  p.Paths.Registries(),
+	}
+}
+
+// SandboxImage is the pod sandbox image containerd runs: the built-in
+// pause image.
+func SandboxImage() string { return images.PauseRef() }
+
+func (p *Plan) kubeletSpec(nd *node.Node) kubelet.Spec {
+	np := p.Paths.Node(nd.Name)
+	b := pki.Files(p.PKISpec())
+	kp := b.Kubelets[nd.Name]
+	return kubelet.Spec{
+		Binary: p.Bin("kubelet"), NodeName: nd.Name, NodeIP: nd.IP,
+		Kubeconfig: p.Paths.Kubeconfig(nd.Name), ConfigFile: np.KubeletConfig(),
+		RootDir: np.KubeletRoot(), PodLogsDir: np.PodLogs(), RuntimeEndpoint: np.ContainerdSocket(),
+		CAFile: b.CA.Cert, TLSCert: kp.Serving.Cert, TLSKey: kp.Serving.Key,
+		ClusterDNS: p.Net.DNSServiceIP(), ClusterDomain: p.Cfg.ClusterDomain,
+		CgroupRoot: p.CgroupRoot(nd), CgroupV1: p.Facts.Cgroups.Mode != host.CgroupV2,
+		ResolvConf: p.ResolvConf(), Rootless: p.Rootless,
+	}
+}
+
+func (p *Plan) kubeProxySpec(nd *node.Node) kubeproxy.Spec {
+	np := p.Paths.Node(nd.Name)
+	return kubeproxy.Spec{
+		Binary: p.Bin("kube-proxy"), NodeName: nd.Name, NodeIP: nd.IP,
+		Kubeconfig: p.Paths.Kubeconfig(kubeproxy.Name), ConfigFile: np.KubeProxyConfig(),
+		ClusterCIDR: p.Net.Cluster, CanLowerOOMScore: p.Facts.HasSysResource,
+		SetConntrack: false, ToolDir: np.KubeProxyPath(), NFT: p.Bin("nft"),
+	}
+}
