@@ -82,6 +82,34 @@ func (c *CRI) Version(ctx context.Context) (string, error) {
 	return resp.RuntimeName + " " + resp.RuntimeVersion, nil
 }
 
+// DialReady dials the containerd listening on socket (see Dial) and calls
+// Version once: it returns a client of a containerd whose CRI plugin
+// serves, which the caller must Close, or the error of Dial or Version
+// (gRPC code Unavailable while containerd is down or starting; how long
+// that call waits is up to ctx).
+func DialReady(ctx context.Context, socket string) (*CRI, error) {
+	cri, err := Dial(ctx, socket)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := cri.Version(ctx); err != nil {
+		cri.Close()
+		return nil, err
+	}
+	return cri, nil
+}
+
+// Ping reports whether the containerd listening on socket serves CRI: nil
+// when a Version call succeeds (see DialReady), else the error. It is
+// containerd's readiness probe.
+func Ping(ctx context.Context, socket string) error {
+	cri, err := DialReady(ctx, socket)
+	if err != nil {
+		return err
+	}
+	return cri.Close()
+}
+
 // RemoveAll stops and removes every container, then stops and removes every
 // pod sandbox, so that no shim or container outlives containerd when it is
 // stopped next. Containers are stopped in parallel, each given StopTimeout.

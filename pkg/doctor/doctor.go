@@ -214,27 +214,11 @@ func checkHost(ctx context.Context, facts *Facts, busybox string) Report {
 	} else {
 		add("network namespaces", StatusFail, err.Error(), "run as root (or rootless, see `kubernix doctor` as a user)")
 	}
-	cg, err := host.DetectCgroups()
-	facts.Cgroups = cg
-	switch {
-	case err != nil:
-		add("cgroups", StatusFail, err.Error(), "mount cgroups at /sys/fs/cgroup")
-	case cg.Mode == host.CgroupUnknown:
-		add("cgroups", StatusFail, "no cgroup hierarchy at /sys/fs/cgroup", "mount cgroup2 at /sys/fs/cgroup")
-	default:
-		detail := string(cg.Mode)
-		if cg.Mode != host.CgroupV2 {
-			detail += " (v1 controllers: " + strings.Join(cg.Mounted, ",") + "; the kubelet runs with failCgroupV1: false)"
-		}
-		add("cgroups", StatusOK, detail, "")
-		if len(cg.Unmounted) > 0 {
-			fix := "container stats read 0 until they are mounted; `kubernix up` as root mounts them under /sys/fs/cgroup"
-			if facts.Mode == ModeRootlessChild {
-				fix = "container stats read 0 until root mounts them (mount -t cgroup -o <controller> cgroup /sys/fs/cgroup/<controller>)"
-			}
-			add("cgroup controllers", StatusWarn, "enabled but not mounted: "+strings.Join(cg.Unmounted, ","), fix)
-		}
+	fix := "container stats read 0 until they are mounted; `kubernix up` as root mounts them under /sys/fs/cgroup"
+	if facts.Mode == ModeRootlessChild {
+		fix = fixMountControllers
 	}
+	checkCgroups(facts, add, true, fix)
 	if v, err := host.Sysctl("net.ipv4.ip_forward"); err != nil {
 		add("ip_forward", StatusFail, err.Error(), "")
 	} else if v != "1" {
@@ -341,4 +325,32 @@ func checkBinaries(ctx context.Context, finder *bins.Finder, bs []bins.Binary, p
 		}
 	}
 	return out
+}
+
+// fixMountControllers is the fix for v1 controllers the kernel has but no
+// hierarchy mounts, for a process that cannot mount them itself.
+const fixMountControllers = "container stats read 0 until root mounts them (mount -t cgroup -o <controller> cgroup /sys/fs/cgroup/<controller>)"
+
+// checkCgroups detects the host's cgroup layout into facts.Cgroups and
+// adds the "cgroups" result, with the mounted v1 controllers in its detail
+// when v1Detail is set, and, when the kernel has controllers no v1
+// hierarchy mounts, a "cgroup controllers" warning with unmountedFix.
+func checkCgroups(facts *Facts, add func(name string, status Status, detail, fix string), v1Detail bool, unmountedFix string) {
+	cg, err := host.DetectCgroups()
+	facts.Cgroups = cg
+	switch {
+	case err != nil:
+		add("cgroups", StatusFail, err.Error(), "mount cgroups at /sys/fs/cgroup")
+	case cg.Mode == host.CgroupUnknown:
+		add("cgroups", StatusFail, "no cgroup hierarchy at /sys/fs/cgroup", "mount cgroup2 at /sys/fs/cgroup")
+	default:
+		detail := string(cg.Mode)
+		if v1Detail && cg.Mode != host.CgroupV2 {
+			detail += " (v1 controllers: " + strings.Join(cg.Mounted, ",") + "; the kubelet runs with failCgroupV1: false)"
+		}
+		add("cgroups", StatusOK, detail, "")
+		if len(cg.Unmounted) > 0 {
+			add("cgroup controllers", StatusWarn, "enabled but not mounted: "+strings.Join(cg.Unmounted, ","), unmountedFix)
+		}
+	}
 }

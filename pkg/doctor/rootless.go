@@ -120,20 +120,7 @@ func checkRootless(ctx context.Context, facts *Facts, opts Options) Report {
 		}
 	}
 
-	cg, err := host.DetectCgroups()
-	facts.Cgroups = cg
-	switch {
-	case err != nil:
-		add("cgroups", StatusFail, err.Error(), "mount cgroups at /sys/fs/cgroup")
-	case cg.Mode == host.CgroupUnknown:
-		add("cgroups", StatusFail, "no cgroup hierarchy at /sys/fs/cgroup", "mount cgroup2 at /sys/fs/cgroup")
-	default:
-		add("cgroups", StatusOK, string(cg.Mode), "")
-		if len(cg.Unmounted) > 0 {
-			add("cgroup controllers", StatusWarn, "enabled but not mounted: "+strings.Join(cg.Unmounted, ","),
-				"container stats read 0 until root mounts them (mount -t cgroup -o <controller> cgroup /sys/fs/cgroup/<controller>)")
-		}
-	}
+	checkCgroups(facts, add, false, fixMountControllers)
 	parent, err := delegated(uid, opts.CgroupParent)
 	if err != nil {
 		add("cgroup delegation", StatusFail, err.Error(), fmt.Sprintf(fixDelegation, uid, name, uid))

@@ -78,11 +78,5 @@ func checkReachable(ctx context.Context, clusterName string, nodes []node) error
 func ping(ctx context.Context, socket string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	cri, err := containerd.Dial(ctx, socket)
-	if err != nil {
-		return err
-	}
-	defer cri.Close()
-	_, err = cri.Version(ctx)
-	return err
+	return containerd.Ping(ctx, socket)
 }
