@@ -59,17 +59,53 @@ func IsAncestor(pid int) bool {
 // shims serving socket. Processes that exit or cannot be read while
 // scanning are skipped; the error is that of listing /proc.
 func WithArgs(flag, value string) ([]int, error) {
+	return WithArgFunc(flag, func(v string) bool { return v == value })
+}
+
+// WithArgFunc is WithArgs for the processes where match accepts an
+// argument that immediately follows flag, e.g. a socket under a directory.
+func WithArgFunc(flag string, match func(value string) bool) ([]int, error) {
+	return scan(func(p procfs.Proc) bool {
+		args, err := p.CmdLine()
+		return err == nil && hasArgPair(args, flag, match)
+	})
+}
+
+// Children lists, sorted, the PIDs of the live processes whose parent is
+// pid (the PPID field of /proc/<pid>/stat). Processes that exit while
+// scanning are skipped; the error is that of listing /proc.
+func Children(pid int) ([]int, error) {
+	return scan(func(p procfs.Proc) bool {
+		st, err := readProcStat(p.PID)
+		return err == nil && st.ppid == pid
+	})
+}
+
+// StartTime returns the start time of process pid in clock ticks after
+// boot (field 22 of /proc/<pid>/stat), which tells it from a later process
+// that reuses its PID (see Alive). The error wraps fs.ErrNotExist when
+// there is no such process.
+func StartTime(pid int) (uint64, error) {
+	st, err := readProcStat(pid)
+	return st.startTime, err
+}
+
+// Alive reports whether pid is a live (not zombie) process that started at
+// startTime (as StartTime returned), not a later one with the same PID.
+func Alive(pid int, startTime uint64) bool {
+	ok, _ := matches(pid, startTime)
+	return ok
+}
+
+// scan lists, sorted, the PIDs of the processes in /proc that keep accepts.
+func scan(keep func(procfs.Proc) bool) ([]int, error) {
 	procs, err := procfs.AllProcs()
 	if err != nil {
 		return nil, fmt.Errorf("list processes: %w", err)
 	}
 	var pids []int
 	for _, p := range procs {
-		args, err := p.CmdLine()
-		if err != nil {
-			continue
-		}
-		if hasArgPair(args, flag, value) {
+		if keep(p) {
 			pids = append(pids, p.PID)
 		}
 	}
@@ -77,10 +113,11 @@ func WithArgs(flag, value string) ([]int, error) {
 	return pids, nil
 }
 
-// hasArgPair reports whether args holds flag immediately followed by value.
-func hasArgPair(args []string, flag, value string) bool {
+// hasArgPair reports whether args holds flag immediately followed by an
+// argument match accepts.
+func hasArgPair(args []string, flag string, match func(string) bool) bool {
 	for i := 0; i+1 < len(args); i++ {
-		if args[i] == flag && args[i+1] == value {
+		if args[i] == flag && match(args[i+1]) {
 			return true
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -35,7 +36,8 @@ func TestHasArgPair(t *testing.T) {
 		{nil, false},
 	}
 	for _, tt := range tests {
-		if got := hasArgPair(tt.args, "-address", "/run/a.sock"); got != tt.want {
+		is := func(v string) bool { return v == "/run/a.sock" }
+		if got := hasArgPair(tt.args, "-address", is); got != tt.want {
 			t.Errorf("hasArgPair(%q) = %v, want %v", tt.args, got, tt.want)
 		}
 	}
@@ -77,13 +79,15 @@ func startMarked(t *testing.T, n int) (string, []*exec.Cmd) {
 		// The shell waits on its builtin read of a pipe that stays open,
 		// so no child of its own outlives it.
 		c := exec.Command("/bin/sh", "-c", "read x", "shim", "-address", marker)
-		if _, err := c.StdinPipe(); err != nil {
+		stdin, err := c.StdinPipe()
+		if err != nil {
 			t.Fatal(err)
 		}
 		if err := c.Start(); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait() })
+		// Referenced until the end, so no finalizer closes the pipe early.
+		t.Cleanup(func() { _ = c.Process.Kill(); _ = c.Wait(); _ = stdin.Close() })
 		cmds = append(cmds, c)
 	}
 	return marker, cmds
@@ -102,6 +106,45 @@ func TestWithArgs(t *testing.T) {
 	}
 	if got, err := WithArgs("-address", marker+".other"); err != nil || len(got) != 0 {
 		t.Errorf("WithArgs(other socket) = %v, %v; want none", got, err)
+	}
+	dir := filepath.Dir(marker) + "/"
+	got, err = WithArgFunc("-address", func(v string) bool { return strings.HasPrefix(v, dir) })
+	if err != nil || !slices.Equal(got, want) {
+		t.Errorf("WithArgFunc(-address, under %s) = %v, %v; want %v", dir, got, err, want)
+	}
+}
+
+func TestChildrenStartTimeAlive(t *testing.T) {
+	child := exec.Command(sleepPath(t), "60")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	pid := child.Process.Pid
+	kids, err := Children(os.Getpid())
+	if err != nil || !slices.Contains(kids, pid) {
+		t.Fatalf("Children(self) = %v, %v; want it to hold %d", kids, err, pid)
+	}
+	if kids, err := Children(pid); err != nil || len(kids) != 0 {
+		t.Errorf("Children(sleep) = %v, %v; want none", kids, err)
+	}
+	start, err := StartTime(pid)
+	if err != nil || start == 0 {
+		t.Fatalf("StartTime(child) = %d, %v", start, err)
+	}
+	if !Alive(pid, start) {
+		t.Error("Alive(child) = false")
+	}
+	if Alive(pid, start+1) {
+		t.Error("Alive(child, another start time) = true: a reused PID would pass")
+	}
+	_ = child.Process.Kill()
+	_, _ = child.Process.Wait() // reaped: gone
+	if Alive(pid, start) {
+		t.Error("Alive(killed child) = true")
+	}
+	if _, err := StartTime(pid); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("StartTime(reaped child) = %v, want fs.ErrNotExist", err)
 	}
 }
 
