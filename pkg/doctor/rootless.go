@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/user"
 	"strconv"
-	"strings"
 
 	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/rootless"
@@ -81,8 +80,8 @@ func checkRootless(ctx context.Context, facts *Facts, opts Options) Report {
 		add("overlayfs", StatusFail, fmt.Sprintf("not in /proc/filesystems (%v)", err), "enable CONFIG_OVERLAY_FS in the kernel")
 	}
 	detail := "unshare -U works"
-	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil {
-		detail += ", user.max_user_namespaces=" + strings.TrimSpace(string(b))
+	if v, err := host.Sysctl("user.max_user_namespaces"); err == nil {
+		detail += ", user.max_user_namespaces=" + v
 	}
 	if unshare := facts.Paths["unshare"]; unshare == "" {
 		add("user namespaces", StatusFail, "cannot check: unshare not found", "apt-get install util-linux")

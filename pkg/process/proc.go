@@ -71,13 +71,13 @@ func WithArgFunc(flag string, match func(value string) bool) ([]int, error) {
 	})
 }
 
-// Children lists, sorted, the PIDs of the live processes whose parent is
-// pid (the PPID field of /proc/<pid>/stat). Processes that exit while
-// scanning are skipped; the error is that of listing /proc.
+// Children lists, sorted, the PIDs of the processes (zombies included)
+// whose parent is pid (the PPID field of /proc/<pid>/stat). Processes that
+// exit while scanning are skipped; the error is that of listing /proc.
 func Children(pid int) ([]int, error) {
 	return scan(func(p procfs.Proc) bool {
-		st, err := readProcStat(p.PID)
-		return err == nil && st.ppid == pid
+		st, err := p.Stat()
+		return err == nil && st.PPID == pid
 	})
 }
 
@@ -130,9 +130,9 @@ const killPollInterval = 50 * time.Millisecond
 // KillAndWait sends SIGKILL to the processes list returns, once, then
 // calls list every 50 ms until it returns none, timeout has passed or ctx
 // ends. It returns list's first error, or, when processes are still listed
-// at the end, an error naming their PIDs. list is the caller's way to find the
-// processes (e.g. WithArgs), so that one that is gone or now a zombie
-// no longer counts as alive.
+// at the end, an error naming their PIDs. list is the caller's way to find
+// the processes (e.g. WithArgs, host.CgroupPIDs), so that one that is gone,
+// or a zombie no longer listed, no longer counts as alive.
 func KillAndWait(ctx context.Context, list func() ([]int, error), timeout time.Duration) error {
 	pids, err := list()
 	if err != nil || len(pids) == 0 {
