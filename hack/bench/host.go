@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
-	"bytes"
+	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -15,8 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"github.com/moby/sys/mountinfo"
+	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/host"
@@ -81,21 +80,21 @@ func SampleMemory(l Layout, nodes int, executor string) (*Memory, error) {
 	for _, c := range controlPlane {
 		recorded(config.ControlPlaneScope, c, c, true)
 	}
-	procs, err := allProcs()
-	if err != nil {
-		return nil, err
-	}
 	for i := range nodes {
 		nd := l.NodeName(i)
 		for _, c := range nodeComponents {
 			recorded(nd, c, c, c != "sandbox" || executor == "container")
 		}
-		add(nd, "shims", shimPIDs(procs, p.Node(nd).ContainerdSocket()))
+		shims, err := process.WithArgs("-address", p.Node(nd).ContainerdSocket())
+		if err != nil {
+			return nil, err
+		}
+		add(nd, "shims", shims)
 	}
 	// Pod processes last, so that nothing counted above is counted again.
 	for i := range nodes {
 		nd := l.NodeName(i)
-		pids, err := cgroupPIDs("/kubernix/" + nd)
+		pids, err := host.CgroupPIDs("/kubernix/" + nd)
 		if err != nil {
 			return nil, err
 		}
@@ -110,117 +109,33 @@ func SampleMemory(l Layout, nodes int, executor string) (*Memory, error) {
 	return m, nil
 }
 
-// vmRSS returns the VmRSS of pid in bytes.
+// vmRSS returns the VmRSS of pid in bytes (from /proc/<pid>/status,
+// parsed by prometheus/procfs); 0 for a process without one (a kernel
+// thread, a zombie).
 func vmRSS(pid int) (uint64, error) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	p, err := procfs.NewProc(pid)
 	if err != nil {
 		return 0, err
 	}
-	return parseVmRSS(b)
+	st, err := p.NewStatus()
+	return st.VmRSS, err
 }
 
 // pssOf returns the proportional set size of pid in bytes, from
-// /proc/<pid>/smaps_rollup.
+// /proc/<pid>/smaps_rollup (parsed by prometheus/procfs).
 func pssOf(pid int) (uint64, error) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "smaps_rollup"))
+	r, err := smapsRollup(pid)
+	return r.Pss, err
+}
+
+// smapsRollup reads /proc/<pid>/smaps_rollup: one snapshot of the
+// process's resident (Rss) and proportional (Pss) sizes, in bytes.
+func smapsRollup(pid int) (procfs.ProcSMapsRollup, error) {
+	p, err := procfs.NewProc(pid)
 	if err != nil {
-		return 0, err
+		return procfs.ProcSMapsRollup{}, err
 	}
-	return parseKB(b, "Pss:")
-}
-
-// parseVmRSS extracts VmRSS (in bytes) from the text of /proc/<pid>/status.
-// A process without the field (a kernel thread, a zombie) has 0.
-func parseVmRSS(status []byte) (uint64, error) { return parseKB(status, "VmRSS:") }
-
-// parseKB extracts the first "<field> <n> kB" line of a /proc file, in
-// bytes; 0 if there is none.
-func parseKB(text []byte, field string) (uint64, error) {
-	sc := bufio.NewScanner(bytes.NewReader(text))
-	for sc.Scan() {
-		rest, ok := strings.CutPrefix(sc.Text(), field)
-		if !ok {
-			continue
-		}
-		f := strings.Fields(rest)
-		if len(f) != 2 || f[1] != "kB" {
-			return 0, fmt.Errorf("unexpected %s line %q", strings.TrimSuffix(field, ":"), sc.Text())
-		}
-		kb, err := strconv.ParseUint(f[0], 10, 64)
-		return kb << 10, err
-	}
-	return 0, sc.Err()
-}
-
-// proc is a process and its argv.
-type proc struct {
-	pid  int
-	argv []string
-}
-
-// allProcs lists every process with its argv.
-func allProcs() ([]proc, error) {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil, err
-	}
-	var out []proc
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil || len(b) == 0 {
-			continue
-		}
-		out = append(out, proc{pid: pid, argv: strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")})
-	}
-	return out, nil
-}
-
-// shimPIDs returns the processes whose argv holds `-address socket`.
-func shimPIDs(procs []proc, socket string) []int {
-	var out []int
-	for _, p := range procs {
-		for i := 0; i+1 < len(p.argv); i++ {
-			if p.argv[i] == "-address" && p.argv[i+1] == socket {
-				out = append(out, p.pid)
-				break
-			}
-		}
-	}
-	return out
-}
-
-// cgroupPIDs lists, deduplicated and sorted, the processes in the cgroup
-// path (e.g. "/kubernix/<node>") and below, in every hierarchy.
-func cgroupPIDs(path string) ([]int, error) {
-	dirs, err := host.CgroupExists(path)
-	if err != nil {
-		return nil, err
-	}
-	seen := map[int]bool{}
-	for _, d := range dirs {
-		_ = filepath.WalkDir(d, func(p string, de fs.DirEntry, err error) error {
-			if err != nil || de.IsDir() || de.Name() != "cgroup.procs" {
-				return nil
-			}
-			b, _ := os.ReadFile(p)
-			for _, f := range strings.Fields(string(b)) {
-				if pid, err := strconv.Atoi(f); err == nil {
-					seen[pid] = true
-				}
-			}
-			return nil
-		})
-	}
-	out := make([]int, 0, len(seen))
-	for pid := range seen {
-		out = append(out, pid)
-	}
-	sort.Ints(out)
-	return out, nil
+	return p.ProcSMapsRollup()
 }
 
 // Leftovers lists what of the cluster is still on the host: live processes
@@ -238,20 +153,15 @@ func Leftovers(l Layout) ([]string, error) {
 			out = append(out, fmt.Sprintf("live pidfile %s (pid %d)", rel, pid))
 		}
 	}
-	procs, err := allProcs()
+	nodesDir := filepath.Join(l.StateDir, "nodes") + "/"
+	shims, err := process.WithArgFunc("-address", func(v string) bool { return strings.HasPrefix(v, nodesDir) })
 	if err != nil {
 		errs = append(errs, err)
 	}
-	nodesDir := filepath.Join(l.StateDir, "nodes") + "/"
-	for _, p := range procs {
-		for i := 0; i+1 < len(p.argv); i++ {
-			if p.argv[i] == "-address" && strings.HasPrefix(p.argv[i+1], nodesDir) {
-				out = append(out, fmt.Sprintf("shim pid %d (%s)", p.pid, p.argv[i+1]))
-				break
-			}
-		}
+	for _, pid := range shims {
+		out = append(out, fmt.Sprintf("shim pid %d (-address under %s)", pid, nodesDir))
 	}
-	mps, err := mountsUnder(l.StateDir)
+	mps, err := host.MountsUnder(l.StateDir)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -277,19 +187,6 @@ func Leftovers(l Layout) ([]string, error) {
 	return out, errors.Join(errs...)
 }
 
-// mountsUnder lists the mount points at or under dir.
-func mountsUnder(dir string) ([]string, error) {
-	mounts, err := mountinfo.GetMounts(mountinfo.PrefixFilter(filepath.Clean(dir)))
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, 0, len(mounts))
-	for _, m := range mounts {
-		out = append(out, m.Mountpoint)
-	}
-	return out, nil
-}
-
 // SupervisorRunning reports the pid of the cluster's live supervisor.
 func SupervisorRunning(l Layout) (int, bool) {
 	return process.Running(l.paths().Run("supervisor", "kubernix"))
@@ -310,7 +207,8 @@ func HasPKI(l Layout) bool {
 	return err == nil && len(entries) > 0
 }
 
-// MachineInfo describes this host: cores, MemTotal and kernel release.
+// MachineInfo describes this host: cores, MemTotal (from /proc/meminfo,
+// parsed by prometheus/procfs) and kernel release.
 func MachineInfo() (Machine, error) {
 	m := Machine{Cores: runtime.NumCPU()}
 	var errs []error
@@ -319,28 +217,25 @@ func MachineInfo() (Machine, error) {
 	} else {
 		errs = append(errs, err)
 	}
-	if b, err := os.ReadFile("/proc/meminfo"); err == nil {
-		m.MemTotalBytes, err = parseMemTotal(b)
-		errs = append(errs, err)
-	} else {
-		errs = append(errs, err)
-	}
-	return m, errors.Join(errs...)
+	total, err := memTotal()
+	m.MemTotalBytes = total
+	return m, errors.Join(append(errs, err)...)
 }
 
-// parseMemTotal extracts MemTotal (in bytes) from /proc/meminfo.
-func parseMemTotal(meminfo []byte) (uint64, error) {
-	for _, line := range strings.Split(string(meminfo), "\n") {
-		if rest, ok := strings.CutPrefix(line, "MemTotal:"); ok {
-			f := strings.Fields(rest)
-			if len(f) == 2 && f[1] == "kB" {
-				kb, err := strconv.ParseUint(f[0], 10, 64)
-				return kb << 10, err
-			}
-			return 0, fmt.Errorf("unexpected MemTotal line %q", line)
-		}
+// memTotal returns MemTotal of /proc/meminfo in bytes.
+func memTotal() (uint64, error) {
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		return 0, err
 	}
-	return 0, errors.New("no MemTotal in /proc/meminfo")
+	mi, err := fs.Meminfo()
+	if err != nil {
+		return 0, fmt.Errorf("read /proc/meminfo: %w", err)
+	}
+	if mi.MemTotalBytes == nil {
+		return 0, errors.New("no MemTotal in /proc/meminfo")
+	}
+	return *mi.MemTotalBytes, nil
 }
 
 // loadAvg returns /proc/loadavg, trimmed, or "".
@@ -356,66 +251,20 @@ type procID struct {
 	Start uint64 // /proc/<pid>/stat field 22, clock ticks after boot
 }
 
-// procStat holds the fields of /proc/<pid>/stat the bench needs.
-type procStat struct {
-	state byte // field 3
-	ppid  int  // field 4
-	start uint64
-}
-
-// readProcStat reads /proc/<pid>/stat; the error wraps fs.ErrNotExist
-// when there is no such process.
-func readProcStat(pid int) (procStat, error) {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return procStat{}, err
-	}
-	return parseProcStat(string(b))
-}
-
-// parseProcStat parses a /proc/<pid>/stat line. The command name (field 2)
-// may hold spaces and parentheses, so fields count from the last ')'.
-func parseProcStat(line string) (procStat, error) {
-	i := strings.LastIndexByte(line, ')')
-	if i < 0 {
-		return procStat{}, fmt.Errorf("parse /proc stat %q: no ')'", line)
-	}
-	f := strings.Fields(line[i+1:]) // f[0] is field 3
-	if len(f) < 22-2 || len(f[0]) != 1 {
-		return procStat{}, fmt.Errorf("parse /proc stat %q: too few fields", line)
-	}
-	ppid, err := strconv.Atoi(f[4-3])
-	if err != nil {
-		return procStat{}, fmt.Errorf("parse /proc stat ppid: %w", err)
-	}
-	start, err := strconv.ParseUint(f[22-3], 10, 64)
-	if err != nil {
-		return procStat{}, fmt.Errorf("parse /proc stat start time: %w", err)
-	}
-	return procStat{state: f[0][0], ppid: ppid, start: start}, nil
-}
-
 // childrenOf lists the live children of pid.
 func childrenOf(pid int) []procID {
-	entries, _ := os.ReadDir("/proc")
+	pids, _ := process.Children(pid)
 	var out []procID
-	for _, e := range entries {
-		child, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		if st, err := readProcStat(child); err == nil && st.ppid == pid {
-			out = append(out, procID{PID: child, Start: st.start})
+	for _, child := range pids {
+		if start, err := process.StartTime(child); err == nil {
+			out = append(out, procID{PID: child, Start: start})
 		}
 	}
 	return out
 }
 
 // alive reports whether p still runs (and is not a zombie).
-func (p procID) alive() bool {
-	st, err := readProcStat(p.PID)
-	return err == nil && st.start == p.Start && st.state != 'Z' && st.state != 'X'
-}
+func (p procID) alive() bool { return process.Alive(p.PID, p.Start) }
 
 // stopProcesses sends SIGTERM to each live process of ps, by PID, and waits
 // up to grace for them to exit; then it SIGKILLs what is left. A kubernix
@@ -429,10 +278,11 @@ func stopProcesses(ps []procID, grace time.Duration) []procID {
 			live = append(live, p)
 		}
 	}
-	deadline := time.Now().Add(grace)
-	for len(live) > 0 && time.Now().Before(deadline) {
-		time.Sleep(100 * time.Millisecond)
-		live = slices.DeleteFunc(live, func(p procID) bool { return !p.alive() })
+	if len(live) > 0 {
+		_ = wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, grace, false, func(context.Context) (bool, error) {
+			live = slices.DeleteFunc(live, func(p procID) bool { return !p.alive() })
+			return len(live) == 0, nil
+		})
 	}
 	for _, p := range live {
 		if p.alive() {

@@ -24,20 +24,6 @@ const maxFuncLines = 60
 // empty: split a long function instead of listing it here.
 var allowedLongFuncs = []string{}
 
-// transitionalSkipDirs are package directories, relative to the module root,
-// whose functions are not checked yet because they are being rewritten
-// (issue 12, components as data). TEMPORARY: the lead deletes this list once
-// those rewrites are merged.
-var transitionalSkipDirs = []string{}
-
-// transitionalSkipFuncs are "file:function" keys not checked yet because
-// another change rewrites them (DetectCgroups: its mountinfo parsing moves
-// to moby/sys/mountinfo). TEMPORARY: the lead deletes this list once that
-// rewrite is merged.
-var transitionalSkipFuncs = []string{
-	"pkg/host/host.go:DetectCgroups",
-}
-
 // longFunc is one function whose body exceeds maxFuncLines.
 type longFunc struct {
 	key   string // "file:function", file relative to the module root
@@ -60,13 +46,10 @@ func TestFunctionLength(t *testing.T) {
 	}
 	var found []longFunc
 	for _, rel := range files {
-		if underAny(rel, transitionalSkipDirs) {
-			continue
-		}
 		found = append(found, longFuncsInFile(t, root, rel)...)
 	}
 	for _, f := range found {
-		if slices.Contains(allowedLongFuncs, f.key) || slices.Contains(transitionalSkipFuncs, f.key) {
+		if slices.Contains(allowedLongFuncs, f.key) {
 			continue
 		}
 		t.Errorf("%s: longer than %d lines; split it into well-named functions", f, maxFuncLines)
@@ -168,14 +151,6 @@ func skipDir(path, name string) bool {
 	return err == nil
 }
 
-// underAny reports whether the slash-separated relative path rel lies in one
-// of dirs (and not in a subdirectory of it).
-func underAny(rel string, dirs []string) bool {
-	dir := strings.TrimSuffix(rel, "/"+filepath.Base(rel))
-	return slices.Contains(dirs, dir) || slices.ContainsFunc(dirs, func(d string) bool {
-		return strings.HasPrefix(dir, d+"/")
-	})
-}
 
 // longFuncsInFile parses root/rel and returns its over-long functions keyed
 // "rel:name".

@@ -1,23 +1,17 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
-	"strconv"
-	"strings"
-	"syscall"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/kubernix/kubernix/pkg/components"
-	"github.com/kubernix/kubernix/pkg/containerd"
 	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/network"
 	"github.com/kubernix/kubernix/pkg/node"
@@ -64,7 +58,7 @@ func Cleanup(ctx context.Context, plan *Plan, log *slog.Logger) error {
 	}
 	add(os.RemoveAll(plan.Paths.ImageCache()))
 	for _, nd := range plan.Nodes {
-		add(killOrphans(plan, nd.Name))
+		add(killOrphans(ctx, plan, nd.Name))
 		if err := os.Remove(FailedFile(plan.Paths, nd.Name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			add(err)
 		}
@@ -83,7 +77,7 @@ func Cleanup(ctx context.Context, plan *Plan, log *slog.Logger) error {
 	if !plan.Rootless {
 		// The parent of a rootless cluster's cgroups is the user's
 		// delegated subtree: it stays.
-		removeEmptyCgroup(plan.CgroupParent())
+		host.RemoveEmptyCgroup(plan.CgroupParent())
 		add(leaveSysctls(plan.Paths))
 	}
 	add(releaseName(plan))
@@ -104,11 +98,11 @@ func stopComponents(ctx context.Context, plan *Plan, log *slog.Logger) error {
 	}
 	var errs []error
 	for _, d := range order {
-		// Only through a containerd that still answers: after a crash
-		// its pods go with the orphans below.
-		if d.DrainCRI != "" && host.Exists(d.DrainCRI) && containerd.Ping(ctx, d.DrainCRI) == nil {
+		// Through a containerd that still answers; after a crash its
+		// pods go with the orphans below anyway.
+		if d.DrainCRI != "" && host.Exists(d.DrainCRI) {
 			if err := components.Drain(ctx, d.DrainCRI); err != nil {
-				log.Warn("removing pods through CRI", "socket", d.DrainCRI, "err", err)
+				log.Debug("pods not removed through CRI", "socket", d.DrainCRI, "err", err)
 			}
 		}
 		errs = append(errs, stopRecorded(ctx, d.Command.RunDir, log))
@@ -120,27 +114,7 @@ func stopComponents(ctx context.Context, plan *Plan, log *slog.Logger) error {
 // an ancestor of this one (rootlesskit, seen from the supervisor it runs).
 func recordsAncestor(runDir string) bool {
 	pid, ok := process.Running(runDir)
-	if !ok {
-		return false
-	}
-	for p := os.Getppid(); p > 1; {
-		if p == pid {
-			return true
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p), "stat"))
-		if err != nil {
-			return false
-		}
-		// pid (comm) state ppid ...; comm may hold spaces and parentheses.
-		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
-		if len(f) < 2 {
-			return false
-		}
-		if p, err = strconv.Atoi(f[1]); err != nil {
-			return false
-		}
-	}
-	return false
+	return ok && process.IsAncestor(pid)
 }
 
 // stopRecorded stops the live process recorded in runDir, if any.
@@ -159,80 +133,24 @@ func stopRecorded(ctx context.Context, runDir string, log *slog.Logger) error {
 // orphans lists PIDs of a node's shims (by their -address argument, our
 // containerd socket) and of processes in the node's cgroups.
 func orphans(plan *Plan, nodeName string) ([]int, error) {
-	socket := plan.Paths.Node(nodeName).ContainerdSocket()
-	var pids []int
-	entries, err := os.ReadDir("/proc")
+	shims, err := process.WithArgs("-address", plan.Paths.Node(nodeName).ContainerdSocket())
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := bytes.Split(bytes.TrimRight(cmdline, "\x00"), []byte{0})
-		for i := 0; i+1 < len(args); i++ {
-			if string(args[i]) == "-address" && string(args[i+1]) == socket {
-				pids = append(pids, pid)
-			}
-		}
-	}
-	dirs, err := host.CgroupExists(plan.CgroupRoot(plan.nodeByName(nodeName)))
-	if err != nil {
-		return pids, err
-	}
-	for _, d := range dirs {
-		_ = filepath.WalkDir(d, func(p string, de os.DirEntry, err error) error {
-			if err != nil || de.IsDir() || de.Name() != "cgroup.procs" {
-				return nil
-			}
-			b, _ := os.ReadFile(p)
-			for _, f := range strings.Fields(string(b)) {
-				if pid, err := strconv.Atoi(f); err == nil {
-					pids = append(pids, pid)
-				}
-			}
-			return nil
-		})
-	}
-	sort.Ints(pids)
-	return compactInts(pids), nil
-}
-
-func compactInts(s []int) []int {
-	out := s[:0]
-	for i, v := range s {
-		if i == 0 || v != s[i-1] {
-			out = append(out, v)
-		}
-	}
-	return out
+	inCgroups, err := host.CgroupPIDs(plan.CgroupRoot(plan.nodeByName(nodeName)))
+	pids := append(shims, inCgroups...)
+	slices.Sort(pids)
+	return slices.Compact(pids), err
 }
 
 // killOrphans SIGKILLs a node's orphaned shims and container processes, by
 // PID, and waits (up to 5 s) until they are gone.
-func killOrphans(plan *Plan, nodeName string) error {
-	pids, err := orphans(plan, nodeName)
-	if err != nil || len(pids) == 0 {
-		return err
+func killOrphans(ctx context.Context, plan *Plan, nodeName string) error {
+	err := process.KillAndWait(ctx, func() ([]int, error) { return orphans(plan, nodeName) }, 5*time.Second)
+	if err != nil {
+		return fmt.Errorf("node %s: %w", nodeName, err)
 	}
-	for _, pid := range pids {
-		_ = unix.Kill(pid, syscall.SIGKILL)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for time.Now().Before(deadline) {
-		left, _ := orphans(plan, nodeName)
-		if len(left) == 0 {
-			return nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	left, _ := orphans(plan, nodeName)
-	return fmt.Errorf("node %s: processes still alive after SIGKILL: %v", nodeName, left)
+	return nil
 }
 
 func (p *Plan) nodeByName(name string) *node.Node {
@@ -242,13 +160,6 @@ func (p *Plan) nodeByName(name string) *node.Node {
 		}
 	}
 	return nil
-}
-
-func removeEmptyCgroup(path string) {
-	mounts, _ := host.CgroupMounts()
-	for _, m := range mounts {
-		_ = unix.Rmdir(filepath.Join(m, strings.Trim(path, "/")))
-	}
 }
 
 // Leftovers lists what of the cluster exists on the host: live recorded

@@ -196,10 +196,7 @@ func beforeStop(socket string, then func(context.Context) error) func(context.Co
 func Drain(ctx context.Context, socket string) error {
 	ctx, cancel := context.WithTimeout(ctx, DrainTimeout)
 	defer cancel()
-	if err := containerd.Ping(ctx, socket); err != nil {
-		return err
-	}
-	cri, err := containerd.Dial(ctx, socket)
+	cri, err := containerd.DialReady(ctx, socket)
 	if err != nil {
 		return err
 	}

@@ -71,22 +71,6 @@ func (c *CRI) Close() error {
 	return c.conn.Close()
 }
 
-// Ping dials the containerd listening on socket and asks for its CRI
-// Version: nil when the CRI plugin serves. It is containerd's readiness
-// probe; the error, wrapping gRPC code Unavailable until containerd
-// serves, names the socket. ctx bounds the call.
-func Ping(ctx context.Context, socket string) error {
-	cri, err := Dial(ctx, socket)
-	if err != nil {
-		return err
-	}
-	defer cri.Close()
-	if _, err := cri.Version(ctx); err != nil {
-		return fmt.Errorf("%s: %w", socket, err)
-	}
-	return nil
-}
-
 // Version returns the runtime's name and version, e.g. "containerd v2.4.2".
 // It is the readiness probe of containerd: it fails (with gRPC code
 // Unavailable) until the CRI plugin serves.
@@ -96,6 +80,35 @@ func (c *CRI) Version(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("CRI version: %w", err)
 	}
 	return resp.RuntimeName + " " + resp.RuntimeVersion, nil
+}
+
+// DialReady dials the containerd listening on socket (see Dial) and calls
+// Version once: it returns a client of a containerd whose CRI plugin
+// serves, which the caller must Close, or the error of Dial or Version
+// (gRPC code Unavailable while containerd is down or starting; how long
+// that call waits is up to ctx).
+func DialReady(ctx context.Context, socket string) (*CRI, error) {
+	cri, err := Dial(ctx, socket)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := cri.Version(ctx); err != nil {
+		cri.Close()
+		return nil, err
+	}
+	return cri, nil
+}
+
+// Ping reports whether the containerd listening on socket serves CRI: nil
+// when a Version call succeeds (see DialReady), else the error, which
+// names the socket (gRPC code Unavailable until containerd serves). It is
+// containerd's readiness probe; ctx bounds the call.
+func Ping(ctx context.Context, socket string) error {
+	cri, err := DialReady(ctx, socket)
+	if err != nil {
+		return fmt.Errorf("%s: %w", socket, err)
+	}
+	return cri.Close()
 }
 
 // RemoveAll stops and removes every container, then stops and removes every

@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/user"
 	"strconv"
-	"strings"
 
 	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/rootless"
@@ -101,8 +100,8 @@ func checkRootless(ctx context.Context, facts *Facts, opts Options) Report {
 // mount overlayfs in it; without overlayfs facts.Snapshotter becomes native.
 func checkUserNamespaces(ctx context.Context, g *group, facts *Facts) {
 	detail := "unshare -U works"
-	if b, err := os.ReadFile("/proc/sys/user/max_user_namespaces"); err == nil {
-		detail += ", user.max_user_namespaces=" + strings.TrimSpace(string(b))
+	if v, err := host.Sysctl("user.max_user_namespaces"); err == nil {
+		detail += ", user.max_user_namespaces=" + v
 	}
 	unshare := facts.Paths["unshare"]
 	if unshare == "" {

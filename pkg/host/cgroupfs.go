@@ -1,58 +1,32 @@
 package host
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 )
 
 // CgroupMounts lists the mount points of every cgroup hierarchy (v1
-// hierarchies and the cgroup2 mount), from /proc/self/mountinfo.
+// hierarchies and the cgroup2 mount), in /proc/self/mountinfo order (parsed,
+// and octal escapes such as \040 undone, by moby/sys/mountinfo).
 func CgroupMounts() ([]string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
+	mounts, err := mountinfo.GetMounts(mountinfo.FSTypeFilter("cgroup", "cgroup2"))
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list cgroup mounts: %w", err)
 	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok {
-			continue
-		}
-		pf, qf := strings.Fields(pre), strings.Fields(post)
-		if len(pf) >= 5 && len(qf) >= 1 && (qf[0] == "cgroup" || qf[0] == "cgroup2") {
-			out = append(out, unescapeMount(pf[4]))
-		}
+	out := make([]string, 0, len(mounts))
+	for _, m := range mounts {
+		out = append(out, m.Mountpoint)
 	}
-	return out, sc.Err()
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for space, ...).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			var v int
-			if _, err := fmt.Sscanf(s[i+1:i+4], "%03o", &v); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return out, nil
 }
 
 // EnsureCgroup creates cgroup path (e.g. "/kubernix/node-0") and its parents
@@ -132,6 +106,45 @@ func CgroupExists(path string) ([]string, error) {
 		}
 	}
 	return out, nil
+}
+
+// CgroupPIDs lists, sorted and without duplicates, the PIDs in the
+// cgroup.procs files of cgroup path (e.g. "/kubernix/node-0") and every
+// cgroup below it, in every hierarchy where it exists (CgroupExists). A
+// missing cgroup has no PIDs; files that vanish or cannot be read while
+// walking (a cgroup removed meanwhile) are skipped.
+func CgroupPIDs(path string) ([]int, error) {
+	dirs, err := CgroupExists(path)
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, d := range dirs {
+		_ = filepath.WalkDir(d, func(p string, de os.DirEntry, err error) error {
+			if err != nil || de.IsDir() || de.Name() != "cgroup.procs" {
+				return nil
+			}
+			b, _ := os.ReadFile(p)
+			for _, f := range strings.Fields(string(b)) {
+				if pid, err := strconv.Atoi(f); err == nil {
+					pids = append(pids, pid)
+				}
+			}
+			return nil
+		})
+	}
+	slices.Sort(pids)
+	return slices.Compact(pids), nil
+}
+
+// RemoveEmptyCgroup removes cgroup path (not what is below it) in every
+// hierarchy where it is empty; where it still has children or tasks, or
+// is missing, it is left and nothing is reported.
+func RemoveEmptyCgroup(path string) {
+	mounts, _ := CgroupMounts()
+	for _, m := range mounts {
+		_ = unix.Rmdir(filepath.Join(m, strings.Trim(path, "/")))
+	}
 }
 
 // MountControllers mounts each named v1 controller as its own hierarchy at

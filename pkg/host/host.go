@@ -4,13 +4,14 @@
 package host
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
 	"runtime"
 	"strings"
 
+	"github.com/moby/sys/mountinfo"
+	"github.com/prometheus/procfs"
 	"golang.org/x/sys/unix"
 )
 
@@ -69,24 +70,15 @@ func DetectCgroups() (Cgroups, error) {
 	if cg.Mode == CgroupV2 {
 		return cg, nil
 	}
-	mounted := map[string]bool{}
-	mi, err := os.Open("/proc/self/mountinfo")
+	// A v1 hierarchy's super block options name its controllers
+	// ("rw,cpu,cpuacct").
+	mounts, err := mountinfo.GetMounts(mountinfo.FSTypeFilter("cgroup"))
 	if err != nil {
-		return cg, err
+		return cg, fmt.Errorf("list cgroup mounts: %w", err)
 	}
-	defer mi.Close()
-	sc := bufio.NewScanner(mi)
-	for sc.Scan() {
-		// fields: ... mountpoint(4) ... " - " fstype source superopts
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if !ok {
-			continue
-		}
-		postf := strings.Fields(post)
-		if len(postf) < 3 || postf[0] != "cgroup" || len(strings.Fields(pre)) < 5 {
-			continue
-		}
-		for _, opt := range strings.Split(postf[2], ",") {
+	mounted := map[string]bool{}
+	for _, m := range mounts {
+		for _, opt := range strings.Split(m.VFSOptions, ",") {
 			mounted[opt] = true
 		}
 	}
@@ -104,22 +96,24 @@ func DetectCgroups() (Cgroups, error) {
 	return cg, nil
 }
 
-// enabledControllers lists the controllers /proc/cgroups marks enabled.
+// enabledControllers lists the controllers /proc/cgroups marks enabled
+// (parsed by prometheus/procfs).
 func enabledControllers() ([]string, error) {
-	f, err := os.Open("/proc/cgroups")
+	fs, err := procfs.NewDefaultFS()
 	if err != nil {
 		return nil, err
 	}
-	defer f.Close()
+	summaries, err := fs.CgroupSummarys()
+	if err != nil {
+		return nil, fmt.Errorf("read /proc/cgroups: %w", err)
+	}
 	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) == 4 && !strings.HasPrefix(fields[0], "#") && fields[3] == "1" {
-			out = append(out, fields[0])
+	for _, c := range summaries {
+		if c.Enabled == 1 {
+			out = append(out, c.SubsysName)
 		}
 	}
-	return out, sc.Err()
+	return out, nil
 }
 
 // HasFilesystem reports whether the kernel supports the file system type

@@ -56,15 +56,3 @@ func TestTCPListeners(t *testing.T) {
 		t.Errorf("SocketOwner = %d %q %v, want this process (%d)", pid, comm, ok, os.Getpid())
 	}
 }
-
-func TestUnescapeMount(t *testing.T) {
-	for in, want := range map[string]string{
-		`/sys/fs/cgroup/cpu`:      "/sys/fs/cgroup/cpu",
-		`/tmp/with\040space`:      "/tmp/with space",
-		`/tmp/tab\011and\134back`: "/tmp/tab\tand\\back",
-	} {
-		if got := unescapeMount(in); got != want {
-			t.Errorf("unescapeMount(%q) = %q, want %q", in, got, want)
-		}
-	}
-}

@@ -10,23 +10,26 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moby/sys/user"
 	"golang.org/x/sys/unix"
 )
 
 // InUserNamespace reports whether this process runs in a user namespace
-// other than the initial one: its uid_map is not the identity over the
-// whole 32-bit range, as it is in the initial namespace.
+// other than the initial one: its uid_map (parsed by moby/sys/user) is not
+// the identity over the whole 32-bit range, as it is in the initial
+// namespace. An unreadable uid_map counts as the initial namespace.
 func InUserNamespace() bool {
-	b, err := os.ReadFile("/proc/self/uid_map")
+	maps, err := user.ParseIDMapFile("/proc/self/uid_map")
 	if err != nil {
 		return false
 	}
-	return !isIdentityMap(string(b))
+	return !isIdentityMap(maps)
 }
 
-func isIdentityMap(uidMap string) bool {
-	f := strings.Fields(uidMap)
-	return len(f) == 3 && f[0] == "0" && f[1] == "0" && f[2] == "4294967295"
+// isIdentityMap reports whether maps is the initial user namespace's
+// uid_map: one line mapping 0..2^32-2 onto itself.
+func isIdentityMap(maps []user.IDMap) bool {
+	return len(maps) == 1 && maps[0] == user.IDMap{ID: 0, ParentID: 0, Count: 4294967295}
 }
 
 // ProbeUserNamespace checks, as the calling (unprivileged) user, that a

@@ -1,6 +1,11 @@
 package host
 
-import "testing"
+import (
+	"strings"
+	"testing"
+
+	"github.com/moby/sys/user"
+)
 
 func TestIsIdentityMap(t *testing.T) {
 	tests := []struct {
@@ -13,7 +18,11 @@ func TestIsIdentityMap(t *testing.T) {
 		{"", false},
 	}
 	for _, tt := range tests {
-		if got := isIdentityMap(tt.in); got != tt.want {
+		maps, err := user.ParseIDMap(strings.NewReader(tt.in))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := isIdentityMap(maps); got != tt.want {
 			t.Errorf("isIdentityMap(%q) = %v, want %v", tt.in, got, tt.want)
 		}
 	}

@@ -20,11 +20,12 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"os"
 	"strings"
 
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
+
+	"github.com/kubernix/kubernix/pkg/host"
 )
 
 // Protocol is the routing protocol number (75, "proto 75" in `ip route`)
@@ -37,7 +38,7 @@ var ErrConflict = errors.New("address range already in use on the host")
 
 // ipForward is the sysctl that lets the host route between the bridge and
 // its other interfaces.
-const ipForward = "/proc/sys/net/ipv4/ip_forward"
+const ipForward = "net.ipv4.ip_forward"
 
 // Setup creates or updates, idempotently, the host network of plan p:
 //
@@ -274,14 +275,10 @@ func ensureBridge(p Plan, n Names) (netlink.Link, error) {
 
 // enableForwarding sets net.ipv4.ip_forward=1 unless it already is.
 func enableForwarding() error {
-	b, err := os.ReadFile(ipForward)
-	if err == nil && strings.TrimSpace(string(b)) == "1" {
+	if v, err := host.Sysctl(ipForward); err == nil && v == "1" {
 		return nil
 	}
-	if err := os.WriteFile(ipForward, []byte("1\n"), 0o644); err != nil {
-		return fmt.Errorf("enable net.ipv4.ip_forward: %w", err)
-	}
-	return nil
+	return host.SetSysctl(ipForward, "1")
 }
 
 // syncRoutes makes the cluster's routes (those with Protocol on the bridge,

@@ -23,6 +23,8 @@ import (
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
+
+	"github.com/kubernix/kubernix/pkg/host"
 )
 
 // crashEnv makes the test binary a child that sets up a cluster network
@@ -241,8 +243,8 @@ func TestLifecycle(t *testing.T) {
 	if err != nil || len(addrs) != 1 || addrs[0].IPNet.String() != "10.254.0.1/24" {
 		t.Errorf("bridge addresses = %v, %v; want just 10.254.0.1/24", addrs, err)
 	}
-	if b, err := os.ReadFile(ipForward); err != nil || strings.TrimSpace(string(b)) != "1" {
-		t.Errorf("ip_forward = %q, %v; want 1", b, err)
+	if v, err := host.Sysctl(ipForward); err != nil || v != "1" {
+		t.Errorf("ip_forward = %q, %v; want 1", v, err)
 	}
 
 	bi := br.Attrs().Index

@@ -170,42 +170,6 @@ func removeFile(path string) error {
 	return nil
 }
 
-// procStat holds the fields of /proc/<pid>/stat this package needs.
-type procStat struct {
-	state     byte   // field 3: R, S, D, Z, X, ...
-	startTime uint64 // field 22: start time in clock ticks after boot
-}
-
-// readProcStat reads /proc/<pid>/stat. The error wraps fs.ErrNotExist when
-// there is no such process.
-func readProcStat(pid int) (procStat, error) {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return procStat{}, err
-	}
-	return parseProcStat(data)
-}
-
-// parseProcStat parses a /proc/<pid>/stat line. Field 2, the command name in
-// parentheses, may itself contain spaces and parentheses, so fields are
-// counted from the last ')'.
-func parseProcStat(data []byte) (procStat, error) {
-	i := bytes.LastIndexByte(data, ')')
-	if i < 0 {
-		return procStat{}, fmt.Errorf("parse /proc stat %q: no ')'", data)
-	}
-	fields := strings.Fields(string(data[i+1:]))
-	// fields[0] is field 3 (state), so field n is fields[n-3].
-	if len(fields) < 22-3+1 || len(fields[0]) != 1 {
-		return procStat{}, fmt.Errorf("parse /proc stat %q: too few fields", data)
-	}
-	start, err := strconv.ParseUint(fields[22-3], 10, 64)
-	if err != nil {
-		return procStat{}, fmt.Errorf("parse /proc stat start time: %w", err)
-	}
-	return procStat{state: fields[0][0], startTime: start}, nil
-}
-
 // envDiff compares a Command's Env with the supervisor's environment: the
 // entries of env that are new or changed, and the keys env leaves out.
 func envDiff(env []string) (changed, unset []string) {

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -64,25 +63,4 @@ func TestTail(t *testing.T) {
 			t.Errorf("Tail = %v, want fs.ErrNotExist", err)
 		}
 	})
-}
-
-func TestParseProcStat(t *testing.T) {
-	// The command name may contain spaces and parentheses.
-	line := "4242 (a) b (c) S 1 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10 18446744073709551615 0 0 0 0 0 0 0 0 0 0 0 0 17 1 0 0 0 0 0\n"
-	got, err := parseProcStat([]byte(line))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.state != 'S' || got.startTime != 987654 {
-		t.Errorf("parseProcStat = %+v, want state S, start time 987654", got)
-	}
-	for _, bad := range []string{"", "1 (x) S 1 2", "1 (x) S 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 nan"} {
-		if _, err := parseProcStat([]byte(bad)); err == nil {
-			t.Errorf("parseProcStat(%q) succeeded", bad)
-		}
-	}
-	self, err := readProcStat(os.Getpid())
-	if err != nil || self.startTime == 0 {
-		t.Errorf("readProcStat(self) = %+v, %v", self, err)
-	}
 }

@@ -1,14 +1,14 @@
 package rootless
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/prometheus/procfs"
 
 	"github.com/kubernix/kubernix/pkg/host"
 )
@@ -75,34 +75,30 @@ func unwritable(mounts []string, path string) []string {
 }
 
 // ownCgroup returns the process's cgroup when it is the same path in every
-// hierarchy (from /proc/self/cgroup).
+// hierarchy (from /proc/self/cgroup, parsed by prometheus/procfs).
 func ownCgroup() (string, error) {
-	f, err := os.Open("/proc/self/cgroup")
+	self, err := procfs.Self()
 	if err != nil {
 		return "", err
 	}
-	defer f.Close()
-	return commonCgroup(f)
+	cgs, err := self.Cgroups()
+	if err != nil {
+		return "", fmt.Errorf("read /proc/self/cgroup: %w", err)
+	}
+	return commonCgroup(cgs)
 }
 
-func commonCgroup(r io.Reader) (string, error) {
+// commonCgroup returns the path all of cgs share, or an error naming two
+// that differ, or that there are none.
+func commonCgroup(cgs []procfs.Cgroup) (string, error) {
 	path := ""
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		// hierarchy-ID:controller-list:cgroup-path
-		f := strings.SplitN(sc.Text(), ":", 3)
-		if len(f) != 3 {
-			continue
-		}
+	for _, cg := range cgs {
 		switch {
 		case path == "":
-			path = f[2]
-		case f[2] != path:
-			return "", fmt.Errorf("the process is in different cgroups per hierarchy (%s, %s)", path, f[2])
+			path = cg.Path
+		case cg.Path != path:
+			return "", fmt.Errorf("the process is in different cgroups per hierarchy (%s, %s)", path, cg.Path)
 		}
-	}
-	if err := sc.Err(); err != nil {
-		return "", err
 	}
 	if path == "" {
 		return "", errors.New("no cgroup in /proc/self/cgroup")

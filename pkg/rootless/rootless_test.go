@@ -8,6 +8,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/procfs"
 )
 
 func TestKitArgs(t *testing.T) {
@@ -65,7 +67,8 @@ func TestStateDirFor(t *testing.T) {
 }
 
 func TestParseSubIDs(t *testing.T) {
-	file := "# comment\nalice:100000:65536\nbob:165536:65536\n1001:231072:1000\nalice:300000:10\nbroken\ncarol:x:5\n"
+	file := "# comment\nalice:100000:65536\nbob:165536:65536\n1001:231072:1000\nalice:300000:10\nbroken\ncarol:x:5\n" +
+		"erin:0:65536\nfrank:-5:65536\ngina:400000:-1\n  hank:500000:70000  \n"
 	tests := []struct {
 		user  string
 		id    int
@@ -75,6 +78,10 @@ func TestParseSubIDs(t *testing.T) {
 		{"bob", 1002, 65536},
 		{"dave", 1001, 1000}, // by numeric id
 		{"carol", 1003, 0},
+		{"erin", 1004, 0},  // a range from host ID 0 (root) is not subordinate
+		{"frank", 1005, 0}, // a negative start
+		{"gina", 1006, 0},  // a negative count
+		{"hank", 1007, 70000},
 		{"nobody", 9, 0},
 	}
 	for _, tt := range tests {
@@ -101,19 +108,27 @@ func TestParseSubIDs(t *testing.T) {
 
 func TestCommonCgroup(t *testing.T) {
 	tests := []struct {
-		in, want string
-		ok       bool
+		paths []string // of the hierarchies, as /proc/self/cgroup lists them
+		want  string
+		ok    bool
 	}{
-		{"0::/user.slice/user-1000.slice/user@1000.service/app.slice\n", "/user.slice/user-1000.slice/user@1000.service/app.slice", true},
-		{"2:cpu:/kubernix-1000\n1:name=systemd:/kubernix-1000\n0::/kubernix-1000\n", "/kubernix-1000", true},
-		{"4:memory:/process_api/955f\n3:cpuset:/\n0::/\n", "", false},
-		{"", "", false},
+		{[]string{"/user.slice/user-1000.slice/user@1000.service/app.slice"}, "/user.slice/user-1000.slice/user@1000.service/app.slice", true},
+		{[]string{"/kubernix-1000", "/kubernix-1000", "/kubernix-1000"}, "/kubernix-1000", true},
+		{[]string{"/process_api/955f", "/", "/"}, "", false},
+		{nil, "", false},
 	}
 	for _, tt := range tests {
-		got, err := commonCgroup(strings.NewReader(tt.in))
-		if got != tt.want || (err == nil) != tt.ok {
-			t.Errorf("commonCgroup(%q) = %q, %v; want %q", tt.in, got, err, tt.want)
+		var cgs []procfs.Cgroup
+		for i, p := range tt.paths {
+			cgs = append(cgs, procfs.Cgroup{HierarchyID: len(tt.paths) - 1 - i, Path: p})
 		}
+		got, err := commonCgroup(cgs)
+		if got != tt.want || (err == nil) != tt.ok {
+			t.Errorf("commonCgroup(%q) = %q, %v; want %q", tt.paths, got, err, tt.want)
+		}
+	}
+	if _, err := ownCgroup(); err != nil && !strings.Contains(err.Error(), "different cgroups") {
+		t.Errorf("ownCgroup = %v", err)
 	}
 }
 

@@ -1,12 +1,12 @@
 package rootless
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"os"
 	"strconv"
-	"strings"
+
+	mobyuser "github.com/moby/sys/user"
 )
 
 // MinSubIDs is the fewest subordinate IDs kubernix asks of /etc/subuid and
@@ -25,8 +25,10 @@ type SubIDRange struct {
 }
 
 // SubIDs returns the ranges the file at path grants to the user, who is
-// matched by name or by numeric ID, as newuidmap does. A missing file has
-// no ranges and is not an error.
+// matched by name or by numeric ID, as newuidmap does (lines parsed by
+// moby/sys/user). Lines that grant no IDs, or whose start is not a
+// positive number, are skipped. A missing file has no ranges and is not an
+// error.
 func SubIDs(path, user string, id int) ([]SubIDRange, error) {
 	f, err := os.Open(path)
 	if os.IsNotExist(err) {
@@ -39,26 +41,23 @@ func SubIDs(path, user string, id int) ([]SubIDRange, error) {
 	return parseSubIDs(f, user, id)
 }
 
+// parseSubIDs returns the ranges of r, in /etc/subuid's format, that
+// SubIDs counts for the user.
 func parseSubIDs(r io.Reader, user string, id int) ([]SubIDRange, error) {
-	var out []SubIDRange
-	sc := bufio.NewScanner(r)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		f := strings.Split(line, ":")
-		if len(f) != 3 || (f[0] != user && f[0] != strconv.Itoa(id)) {
-			continue
-		}
-		start, err1 := strconv.Atoi(f[1])
-		count, err2 := strconv.Atoi(f[2])
-		if err1 != nil || err2 != nil || count <= 0 {
-			continue
-		}
-		out = append(out, SubIDRange{Start: start, Count: count})
+	uid := strconv.Itoa(id)
+	entries, err := mobyuser.ParseSubIDFilter(r, func(e mobyuser.SubID) bool {
+		// moby/sys/user reads a malformed number as 0; a range starting
+		// at host ID 0 (root) is no subordinate range either.
+		return (e.Name == user || e.Name == uid) && e.SubID > 0 && e.Count > 0
+	})
+	if err != nil {
+		return nil, err
 	}
-	return out, sc.Err()
+	var out []SubIDRange
+	for _, e := range entries {
+		out = append(out, SubIDRange{Start: int(e.SubID), Count: int(e.Count)})
+	}
+	return out, nil
 }
 
 // Total is the number of IDs the ranges hold.

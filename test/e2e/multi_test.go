@@ -11,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/kubernix/kubernix/pkg/process"
 )
 
 // TestMultiNode brings up three nodes, each in its own sandbox, and checks
@@ -235,19 +237,6 @@ func readPid(t *testing.T, file string) int {
 
 // countShims counts the containerd shims serving the containerd at sock.
 func countShims(sock string) int {
-	n := 0
-	entries, _ := os.ReadDir("/proc")
-	for _, d := range entries {
-		b, err := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		args := strings.Split(string(b), "\x00")
-		for i := 0; i+1 < len(args); i++ {
-			if args[i] == "-address" && args[i+1] == sock {
-				n++
-			}
-		}
-	}
-	return n
+	pids, _ := process.WithArgs("-address", sock)
+	return len(pids)
 }

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"errors"
@@ -16,6 +15,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/prometheus/procfs"
+
+	"github.com/kubernix/kubernix/pkg/host"
 )
 
 // rootlessUser is an unprivileged user the test creates, with the host
@@ -173,21 +176,11 @@ func (u *rootlessUser) cgroupParent() string { return "kubernix-" + strconv.Itoa
 // cgroupMounts lists the mount points of every cgroup hierarchy.
 func cgroupMounts(t *testing.T) []string {
 	t.Helper()
-	f, err := os.Open("/proc/self/mountinfo")
+	mounts, err := host.CgroupMounts()
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer f.Close()
-	var out []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		pf, qf := strings.Fields(pre), strings.Fields(post)
-		if ok && len(pf) >= 5 && len(qf) >= 1 && (qf[0] == "cgroup" || qf[0] == "cgroup2") {
-			out = append(out, pf[4])
-		}
-	}
-	return out
+	return mounts
 }
 
 // delegateCgroups gives the user the cgroup kubernix-<uid> in every
@@ -320,33 +313,21 @@ func (u *rootlessUser) mustKubectl(ctx context.Context, kctx string, args ...str
 // users), or whose command line mentions the user's home.
 func (u *rootlessUser) processes() []string {
 	var out []string
-	entries, _ := os.ReadDir("/proc")
-	for _, d := range entries {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil || pid == os.Getpid() {
+	procs, _ := procfs.AllProcs()
+	for _, p := range procs {
+		if p.PID == os.Getpid() {
 			continue
 		}
-		status, err := os.ReadFile(filepath.Join("/proc", d.Name(), "status"))
-		if err != nil {
+		st, err1 := p.Stat()
+		status, err2 := p.NewStatus()
+		if err1 != nil || err2 != nil || st.State == "Z" || st.State == "X" {
 			continue
 		}
-		uid, state := -1, ""
-		for _, line := range strings.Split(string(status), "\n") {
-			if f := strings.Fields(line); len(f) >= 2 {
-				switch f[0] {
-				case "Uid:":
-					uid, _ = strconv.Atoi(f[1])
-				case "State:":
-					state = f[1]
-				}
-			}
-		}
-		if state == "Z" || state == "X" {
-			continue
-		}
-		cmdline, _ := os.ReadFile(filepath.Join("/proc", d.Name(), "cmdline"))
-		if uid == u.uid || strings.Contains(string(cmdline), u.home) {
-			out = append(out, fmt.Sprintf("pid %d (uid %d): %s", pid, uid, strings.ReplaceAll(string(cmdline), "\x00", " ")))
+		uid := int(status.UIDs[0])
+		cmdline, _ := p.CmdLine()
+		argv := strings.Join(cmdline, " ")
+		if uid == u.uid || strings.Contains(argv, u.home) {
+			out = append(out, fmt.Sprintf("pid %d (uid %d): %s", p.PID, uid, argv))
 		}
 	}
 	return out
