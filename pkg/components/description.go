@@ -293,3 +293,13 @@ func ControllerArgs(kubeconfig string, ip netip.Addr, port int, serving pki.Pair
 		"--requestheader-client-ca-file=" + requestHeaderCA,
 	}
 }
+
+// HealthURL is the /healthz endpoint a component serves on ip:port, over
+// https when secure.
+func HealthURL(ip netip.Addr, port int, secure bool) string {
+	scheme := "http"
+	if secure {
+		scheme = "https"
+	}
+	return scheme + "://" + netip.AddrPortFrom(ip, uint16(port)).String() + "/healthz"
+}

@@ -33,9 +33,7 @@ type Spec struct {
 }
 
 // HealthURL is the /healthz endpoint.
-func (s Spec) HealthURL() string {
-	return "https://" + netip.AddrPortFrom(s.IP, SecurePort).String() + "/healthz"
-}
+func (s Spec) HealthURL() string { return components.HealthURL(s.IP, SecurePort, true) }
 
 // Describe returns the controller-manager. It starts with the apiserver
 // serving: it waits for the apiserver's /healthz itself (up to 10 s, then

@@ -55,9 +55,7 @@ type Spec struct {
 }
 
 // HealthURL is the kubelet's /healthz endpoint.
-func (s Spec) HealthURL() string {
-	return "http://" + netip.AddrPortFrom(s.NodeIP, HealthzPort).String() + "/healthz"
-}
+func (s Spec) HealthURL() string { return components.HealthURL(s.NodeIP, HealthzPort, false) }
 
 // Config returns the node's KubeletConfiguration.
 func Config(s Spec) *kubeletv1beta1.KubeletConfiguration {

@@ -59,9 +59,7 @@ type Spec struct {
 }
 
 // HealthURL is kube-proxy's /healthz endpoint.
-func (s Spec) HealthURL() string {
-	return "http://" + netip.AddrPortFrom(s.NodeIP, HealthzPort).String() + "/healthz"
-}
+func (s Spec) HealthURL() string { return components.HealthURL(s.NodeIP, HealthzPort, false) }
 
 // Config returns the node's KubeProxyConfiguration.
 func Config(s Spec) *proxyv1alpha1.KubeProxyConfiguration {

@@ -32,9 +32,7 @@ type Spec struct {
 }
 
 // HealthURL is the /healthz endpoint.
-func (s Spec) HealthURL() string {
-	return "https://" + netip.AddrPortFrom(s.IP, SecurePort).String() + "/healthz"
-}
+func (s Spec) HealthURL() string { return components.HealthURL(s.IP, SecurePort, true) }
 
 // Describe returns the scheduler. It lists and watches as
 // system:kube-scheduler, whose RBAC bindings exist only once the
