@@ -1,0 +1,90 @@
+package loadbalancer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"time"
+
+	"k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+	servicecontroller "k8s.io/cloud-provider/controllers/service"
+	controllersmetrics "k8s.io/component-base/metrics/prometheus/controllers"
+)
+
+// Options configure Run.
+type Options struct {
+	// Kubeconfig is the controller's kubeconfig file: its identity needs
+	// the upstream ClusterRole system:controller:service-controller.
+	Kubeconfig string
+	// Pool is the prefix LoadBalancer IPs come from (--loadbalancer-cidr).
+	Pool netip.Prefix
+	// ClusterName is the cluster's name, as the service controller passes
+	// it to the LoadBalancer (unused by Pool).
+	ClusterName string
+	// Healthz is the address /healthz is served on over plain HTTP, e.g.
+	// 10.10.0.1:10258; it answers 200 once the Service and Node caches
+	// are synced.
+	Healthz netip.AddrPort
+}
+
+// Run runs the upstream service controller with a Provider of
+// opts.Pool until ctx is done, serving /healthz at opts.Healthz. It
+// returns nil when ctx ends it, and errors when the kubeconfig cannot be
+// read, the pool is not usable or the health address cannot be bound.
+func Run(ctx context.Context, log *slog.Logger, opts Options) error {
+	rc, err := clientcmd.BuildConfigFromFlags("", opts.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubeconfig %s: %w", opts.Kubeconfig, err)
+	}
+	rc.UserAgent = "kubernix-cloud-controller"
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	factory := informers.NewSharedInformerFactory(client, 0)
+	services, nodes := factory.Core().V1().Services(), factory.Core().V1().Nodes()
+	pool, err := NewPool(opts.Pool, services.Lister())
+	if err != nil {
+		return err
+	}
+	ctrl, err := servicecontroller.New(NewProvider(pool), client, services, nodes, opts.ClusterName, feature.DefaultFeatureGate)
+	if err != nil {
+		return fmt.Errorf("service controller: %w", err)
+	}
+	ln, err := net.Listen("tcp", opts.Healthz.String())
+	if err != nil {
+		return fmt.Errorf("healthz: %w", err)
+	}
+	synced := healthz.NamedCheck("informer-sync", func(*http.Request) error {
+		if !services.Informer().HasSynced() || !nodes.Informer().HasSynced() {
+			return errors.New("the Service and Node caches are not synced yet")
+		}
+		return nil
+	})
+	mux := http.NewServeMux()
+	healthz.InstallHandler(mux, synced)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("healthz server", "err", err)
+		}
+	}()
+	factory.Start(ctx.Done())
+	defer factory.Shutdown()
+	log.Info("service controller running", "pool", opts.Pool, "healthz", "http://"+opts.Healthz.String()+"/healthz")
+	// One worker: allocations are decided one Service at a time.
+	ctrl.Run(ctx, 1, controllersmetrics.NewControllerManagerMetrics("kubernix-cloud-controller"))
+	return nil
+}
