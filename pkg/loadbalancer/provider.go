@@ -13,12 +13,14 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"sync"
 
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/record"
 	cloudprovider "k8s.io/cloud-provider"
 )
 
@@ -77,6 +79,10 @@ func (p *Provider) HasClusterID() bool { return false }
 type Pool struct {
 	prefix   netip.Prefix
 	services corelisters.ServiceLister
+	// publish, if set, also publishes each address's ports (rootless:
+	// on the host's loopback); events reports where, on the Service.
+	publish Publisher
+	events  record.EventRecorder
 
 	mu sync.Mutex
 	// byUID are the addresses this process handed out or confirmed, by
@@ -94,6 +100,14 @@ func NewPool(prefix netip.Prefix, services corelisters.ServiceLister) (*Pool, er
 		return nil, fmt.Errorf("LoadBalancer pool %s: must be an IPv4 prefix of /30 or larger", prefix)
 	}
 	return &Pool{prefix: prefix, services: services, byUID: map[types.UID]netip.Addr{}}, nil
+}
+
+// PublishWith makes the pool publish each Service's ports with pub as
+// well, and record where in an Event (reason Published) on the Service
+// with events, and in its status: a second ingress entry, hostname
+// "localhost" (kube-proxy serves only IP entries). Call before use.
+func (p *Pool) PublishWith(pub Publisher, events record.EventRecorder) {
+	p.publish, p.events = pub, events
 }
 
 // GetLoadBalancer reports the address of svc, if it has one of the pool.
@@ -120,7 +134,7 @@ func (p *Pool) GetLoadBalancerName(_ context.Context, _ string, svc *v1.Service)
 // status that names it. It errors when spec.loadBalancerIP is outside the
 // pool or another Service's, and wrapping ErrPoolExhausted when no
 // address is free.
-func (p *Pool) EnsureLoadBalancer(_ context.Context, _ string, svc *v1.Service, _ []*v1.Node) (*v1.LoadBalancerStatus, error) {
+func (p *Pool) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Service, _ []*v1.Node) (*v1.LoadBalancerStatus, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	a, err := p.allocate(svc)
@@ -128,7 +142,21 @@ func (p *Pool) EnsureLoadBalancer(_ context.Context, _ string, svc *v1.Service, 
 		return nil, err
 	}
 	p.byUID[svc.UID] = a
-	return status(a), nil
+	st := status(a)
+	if p.publish == nil {
+		return st, nil
+	}
+	where, err := p.publish.Publish(ctx, a, svc.Spec.Ports)
+	if err != nil {
+		return nil, fmt.Errorf("LoadBalancer IP %s: %w", a, err)
+	}
+	var list []string
+	for i, w := range where {
+		list = append(list, fmt.Sprintf("%s/%s", w, svc.Spec.Ports[i].Protocol))
+	}
+	p.events.Eventf(svc, v1.EventTypeNormal, "Published", "LoadBalancer IP %s published on the host at %s", a, strings.Join(list, ", "))
+	st.Ingress = append(st.Ingress, v1.LoadBalancerIngress{Hostname: "localhost"})
+	return st, nil
 }
 
 // UpdateLoadBalancer does nothing: kube-proxy on every node serves the
@@ -137,10 +165,20 @@ func (p *Pool) UpdateLoadBalancer(context.Context, string, *v1.Service, []*v1.No
 	return nil
 }
 
-// EnsureLoadBalancerDeleted frees svc's address.
-func (p *Pool) EnsureLoadBalancerDeleted(_ context.Context, _ string, svc *v1.Service) error {
+// EnsureLoadBalancerDeleted frees svc's address, and what was published
+// of it.
+func (p *Pool) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	a, ok := p.byUID[svc.UID]
+	if !ok {
+		a, ok = p.statusAddr(svc)
+	}
+	if ok && p.publish != nil {
+		if err := p.publish.Unpublish(ctx, a); err != nil {
+			return fmt.Errorf("LoadBalancer IP %s: %w", a, err)
+		}
+	}
 	delete(p.byUID, svc.UID)
 	return nil
 }

@@ -10,11 +10,15 @@ import (
 	"net/netip"
 	"time"
 
+	v1 "k8s.io/api/core/v1"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
 	servicecontroller "k8s.io/cloud-provider/controllers/service"
 	controllersmetrics "k8s.io/component-base/metrics/prometheus/controllers"
 )
@@ -33,6 +37,10 @@ type Options struct {
 	// 10.10.0.1:10258; it answers 200 once the Service and Node caches
 	// are synced.
 	Healthz netip.AddrPort
+	// RootlesskitAPI, in a rootless cluster, is rootlesskit's API socket:
+	// each LoadBalancer IP's ports are then also published on the host's
+	// 127.0.0.1 (RootlessPorts). "" as root.
+	RootlesskitAPI string
 }
 
 // Run runs the upstream service controller with a Provider of
@@ -54,6 +62,16 @@ func Run(ctx context.Context, log *slog.Logger, opts Options) error {
 	pool, err := NewPool(opts.Pool, services.Lister())
 	if err != nil {
 		return err
+	}
+	if opts.RootlesskitAPI != "" {
+		pub, err := NewRootlessPorts(opts.RootlesskitAPI)
+		if err != nil {
+			return err
+		}
+		events := record.NewBroadcaster(record.WithContext(ctx))
+		defer events.Shutdown()
+		events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+		pool.PublishWith(pub, events.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubernix-cloud-controller"}))
 	}
 	ctrl, err := servicecontroller.New(NewProvider(pool), client, services, nodes, opts.ClusterName, feature.DefaultFeatureGate)
 	if err != nil {

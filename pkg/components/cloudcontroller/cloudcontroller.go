@@ -34,6 +34,10 @@ type Spec struct {
 	Pool netip.Prefix
 	// IP is where /healthz listens: the bridge address.
 	IP netip.Addr
+	// RootlesskitAPI is rootlesskit's API socket in a rootless cluster,
+	// through which the ports of LoadBalancer IPs are published on the
+	// host's 127.0.0.1; "" as root.
+	RootlesskitAPI string
 	// After are the IDs of components, besides the ready apiserver, it
 	// waits for: those that grant its identity the RBAC it needs.
 	After []string
@@ -58,13 +62,14 @@ func Describe(s Spec) components.Description {
 
 // Command returns the process: `kubernix cloud-controller`.
 func Command(s Spec) process.Command {
-	return process.Command{
-		Path: s.Self,
-		Args: []string{"cloud-controller",
-			"--kubeconfig=" + s.Kubeconfig,
-			"--pool=" + s.Pool.String(),
-			"--healthz=" + netip.AddrPortFrom(s.IP, HealthzPort).String(),
-			"--cluster-name=" + s.ClusterName,
-		},
+	args := []string{"cloud-controller",
+		"--kubeconfig=" + s.Kubeconfig,
+		"--pool=" + s.Pool.String(),
+		"--healthz=" + netip.AddrPortFrom(s.IP, HealthzPort).String(),
+		"--cluster-name=" + s.ClusterName,
 	}
+	if s.RootlesskitAPI != "" {
+		args = append(args, "--rootlesskit-api="+s.RootlesskitAPI)
+	}
+	return process.Command{Path: s.Self, Args: args}
 }
