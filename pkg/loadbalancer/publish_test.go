@@ -25,7 +25,9 @@ func (f *fakePorts) AddPort(_ context.Context, s port.Spec) (*port.Status, error
 	return &f.have[len(f.have)-1], nil
 }
 
-func (f *fakePorts) ListPorts(context.Context) ([]port.Status, error) { return slices.Clone(f.have), nil }
+func (f *fakePorts) ListPorts(context.Context) ([]port.Status, error) {
+	return slices.Clone(f.have), nil
+}
 
 func (f *fakePorts) RemovePort(_ context.Context, id int) error {
 	f.have = slices.DeleteFunc(f.have, func(s port.Status) bool { return s.ID == id })
