@@ -11,12 +11,15 @@ import (
 	"time"
 
 	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/apiserver/pkg/util/feature"
-	"k8s.io/client-go/informers"
+	coreinformers "k8s.io/client-go/informers/core/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 	servicecontroller "k8s.io/cloud-provider/controllers/service"
@@ -57,8 +60,8 @@ func Run(ctx context.Context, log *slog.Logger, opts Options) error {
 	if err != nil {
 		return err
 	}
-	factory := informers.NewSharedInformerFactory(client, 0)
-	services, nodes := factory.Core().V1().Services(), factory.Core().V1().Nodes()
+	services := serviceInformer{coreinformers.NewServiceInformer(client, metav1.NamespaceAll, 0, cache.Indexers{})}
+	nodes := nodeInformer{coreinformers.NewNodeInformer(client, 0, cache.Indexers{})}
 	pool, err := NewPool(opts.Pool, services.Lister())
 	if err != nil {
 		return err
@@ -99,10 +102,27 @@ func Run(ctx context.Context, log *slog.Logger, opts Options) error {
 			log.Error("healthz server", "err", err)
 		}
 	}()
-	factory.Start(ctx.Done())
-	defer factory.Shutdown()
+	go services.inf.RunWithContext(ctx)
+	go nodes.inf.RunWithContext(ctx)
 	log.Info("service controller running", "pool", opts.Pool, "healthz", "http://"+opts.Healthz.String()+"/healthz")
 	// One worker: allocations are decided one Service at a time.
 	ctrl.Run(ctx, 1, controllersmetrics.NewControllerManagerMetrics("kubernix-cloud-controller"))
 	return nil
+}
+
+// serviceInformer and nodeInformer are the two informers the service
+// controller takes, made alone: a SharedInformerFactory would link the
+// informers of every API group into kubernix.
+type serviceInformer struct{ inf cache.SharedIndexInformer }
+
+func (s serviceInformer) Informer() cache.SharedIndexInformer { return s.inf }
+func (s serviceInformer) Lister() corelisters.ServiceLister {
+	return corelisters.NewServiceLister(s.inf.GetIndexer())
+}
+
+type nodeInformer struct{ inf cache.SharedIndexInformer }
+
+func (n nodeInformer) Informer() cache.SharedIndexInformer { return n.inf }
+func (n nodeInformer) Lister() corelisters.NodeLister {
+	return corelisters.NewNodeLister(n.inf.GetIndexer())
 }
