@@ -6,7 +6,9 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -20,6 +22,7 @@ const (
 	lbCIDR      = "10.163.0.0/16"
 	lbFirstIP   = "10.163.32.1"
 	lbSecondIP  = "10.163.32.2"
+	lbThirdIP   = "10.163.32.3"
 	lbBadCIDR   = "10.164.0.0/16"
 	lbNode0IP   = "10.163.0.2"
 	lbPort      = "80"
@@ -44,7 +47,8 @@ spec:
 // network namespace that routes the cluster range via this host (a LAN
 // neighbour) does not, the host routes the pool to node 0; a second
 // Service gets the next address, and once the first is deleted its
-// address goes to the next new Service. down leaves nothing.
+// address goes to the next new Service; a controller killed and restarted
+// keeps every address (they live in the statuses). down leaves nothing.
 func TestLoadBalancer(t *testing.T) {
 	e := newEnv(t, "lb-e2e", lbCIDR, "--nodes", "2")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -123,6 +127,28 @@ func TestLoadBalancer(t *testing.T) {
 			_, err := httpGet(ctx, "http://"+net.JoinHostPort(lbFirstIP, lbPort)+"/hostname")
 			return err
 		})
+	})
+
+	t.Run("a restarted controller keeps every address", func(t *testing.T) {
+		pidFile := filepath.Join(e.stateDir, "run", "control-plane", "cloud-controller", "pid")
+		old := readPid(t, pidFile)
+		if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 60*time.Second, "the supervisor restarts the cloud controller", func() error {
+			b, err := os.ReadFile(pidFile)
+			if err != nil {
+				return err
+			}
+			if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid == old || syscall.Kill(pid, 0) != nil {
+				return fmt.Errorf("pid %d", pid)
+			}
+			return nil
+		})
+		e.apply(ctx, lbService("lb-d"))
+		e.waitIngress(ctx, "lb-d", lbThirdIP)
+		e.waitIngress(ctx, "lb-c", lbFirstIP)
+		e.waitIngress(ctx, "lb-b", lbSecondIP)
 	})
 
 	e.mustKubernix(ctx, "down")
