@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubernix/kubernix/pkg/cli/cloudcontroller"
 	"github.com/kubernix/kubernix/pkg/cli/common"
 	"github.com/kubernix/kubernix/pkg/cli/configcmd"
 	"github.com/kubernix/kubernix/pkg/cli/doctor"
@@ -71,6 +72,7 @@ func NewRootCommand(streams common.Streams, environ []string) *cobra.Command {
 		envcmd.NewShellCommand(env),
 		sandbox.NewCommand(env),
 		ociwrap.NewCommand(env),
+		cloudcontroller.NewCommand(env),
 	)
 	return root
 }

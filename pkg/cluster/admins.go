@@ -25,10 +25,16 @@ const ClusterAdminsBinding = pki.ClusterAdminsGroup
 // kubeadm's kubeadm:kubelet-api-admin does.
 const KubeletAPIAdminBinding = "kubernix:kubelet-api-admin"
 
+// CloudControllerBinding names the ClusterRoleBinding that gives the cloud
+// controller (pki.CloudControllerName) the upstream service controller's
+// ClusterRole, system:controller:service-controller (Services and their
+// status, Nodes, Events).
+const CloudControllerBinding = pki.CloudControllerName
+
 // applyAdminBindings is the cluster-admins task: it applies, as the super-admin, the
 // ClusterRoleBindings the cluster's own credentials rely on:
-// ClusterAdminsBinding and KubeletAPIAdminBinding. It is ready once both
-// exist, so the admin context merged into the user's kubeconfig works as
+// ClusterAdminsBinding, KubeletAPIAdminBinding and CloudControllerBinding.
+// It is ready once they exist, so the admin context merged into the user's kubeconfig works as
 // soon as up returns. Server-side apply with force makes a binding whose
 // subjects were edited right again at every up.
 func (c *Cluster) applyAdminBindings(ctx context.Context) error {
@@ -60,5 +66,6 @@ func adminBindings() []*rbacv1ac.ClusterRoleBindingApplyConfiguration {
 	return []*rbacv1ac.ClusterRoleBindingApplyConfiguration{
 		bind(ClusterAdminsBinding, "cluster-admin", rbacv1.GroupKind, pki.ClusterAdminsGroup),
 		bind(KubeletAPIAdminBinding, "system:kubelet-api-admin", rbacv1.UserKind, pki.APIServerKubeletClientName),
+		bind(CloudControllerBinding, "system:controller:service-controller", rbacv1.UserKind, pki.CloudControllerName),
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/bins"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/config"
+	"os"
 	"slices"
 	"testing"
 
@@ -73,7 +74,14 @@ func TestDescribedBinariesRequired(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		self, _ := os.Executable()
 		for _, d := range components.Processes(ds) {
+			if d.Binary == components.SelfBinary {
+				if d.Command.Path != self {
+					t.Errorf("%s runs %s, not this binary %s", d.ID(), d.Command.Path, self)
+				}
+				continue
+			}
 			if d.Binary == "" || !required[d.Binary] {
 				t.Errorf("%s runs binary %q, which the doctor does not look for (bins.Required)", d.ID(), d.Binary)
 			}

@@ -37,6 +37,7 @@ const (
 var describers = []func(*Plan) ([]components.Description, error){
 	describeControlPlane,
 	describeNodes,
+	describeCloudController,
 	describeAddons,
 }
 
@@ -103,7 +104,7 @@ func describeControlPlane(p *Plan) ([]components.Description, error) {
 			IP: p.APIServerIP, CAFile: b.CA.Cert, RequestHeaderCAFile: b.FrontProxyCA.Cert, Serving: b.SchedulerServing,
 		}),
 		task(controllerAccountsTask, "create the controllers' service accounts in kube-system in advance"),
-		task(clusterAdminsTask, "apply the ClusterRoleBindings "+ClusterAdminsBinding+" and "+KubeletAPIAdminBinding),
+		task(clusterAdminsTask, "apply the ClusterRoleBindings "+ClusterAdminsBinding+", "+KubeletAPIAdminBinding+" and "+CloudControllerBinding),
 	), nil
 }
 

@@ -112,6 +112,8 @@ func (p *Plan) NetworkPlan() network.Plan {
 		BridgeIP:    p.Net.BridgeIP(),
 		ClusterCIDR: p.Net.Cluster,
 		ServiceCIDR: p.Net.Service,
+		// kube-proxy serves LoadBalancer IPs once a Service's status has one.
+		LoadBalancerCIDR: p.Net.LoadBalancer,
 	}
 	if whole, err := netip.ParsePrefix(p.Cfg.CIDR); err == nil {
 		np.Whole = whole.Masked()

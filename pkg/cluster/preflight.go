@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kubernix/kubernix/pkg/components/cloudcontroller"
 	"github.com/kubernix/kubernix/pkg/components/controllermanager"
 	"github.com/kubernix/kubernix/pkg/components/etcd"
 	"github.com/kubernix/kubernix/pkg/components/kubelet"
@@ -145,8 +146,8 @@ type HostPort struct {
 // HostPorts lists the ports of cfg's cluster that bind in the caller's
 // network namespace: the control plane's on the bridge address (etcd
 // client and peer, kube-apiserver, kube-controller-manager and
-// kube-scheduler secure ports), and with the process executor also the
-// node's kubelet and kube-proxy ports (its node IP is the bridge address);
+// kube-scheduler secure ports, the cloud controller's healthz), and with
+// the process executor also the node's kubelet and kube-proxy ports (its node IP is the bridge address);
 // sandboxed nodes bind theirs in their own namespaces. The ports come from
 // the component packages.
 func HostPorts(cfg config.Config) []HostPort {
@@ -161,6 +162,7 @@ func HostPorts(cfg config.Config) []HostPort {
 		{"kube-apiserver", ip, cfg.APIServerPort, "--apiserver-port"},
 		{"kube-controller-manager", ip, controllermanager.SecurePort, ""},
 		{"kube-scheduler", ip, scheduler.SecurePort, ""},
+		{"cloud-controller (healthz)", ip, cloudcontroller.HealthzPort, ""},
 	}
 	_, rootless := ReadRootless(cfg.Paths())
 	if node.HostNetwork(cfg.EffectiveExecutor(rootless)) {

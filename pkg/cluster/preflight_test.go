@@ -15,7 +15,7 @@ import (
 )
 
 func TestHostPorts(t *testing.T) {
-	control := []string{"etcd (client):2379", "etcd (peer):2380", "kube-apiserver:7443", "kube-controller-manager:10257", "kube-scheduler:10259"}
+	control := []string{"etcd (client):2379", "etcd (peer):2380", "kube-apiserver:7443", "kube-controller-manager:10257", "kube-scheduler:10259", "cloud-controller (healthz):10258"}
 	node := []string{"kubelet:10250", "kubelet (healthz):10248", "kube-proxy (healthz):10256", "kube-proxy (metrics):10249"}
 	tests := []struct {
 		name     string

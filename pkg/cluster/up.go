@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/components/cloudcontroller"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/containerd"
 	"github.com/kubernix/kubernix/pkg/kubeconfig"
@@ -290,6 +291,7 @@ func (c *Cluster) writeKubeconfigs() error {
 		"kube-controller-manager": b.ControllerManager,
 		"kube-scheduler":          b.Scheduler,
 		"kube-proxy":              b.KubeProxy,
+		cloudcontroller.Name:      b.CloudController,
 	}
 	for _, nd := range p.Nodes {
 		ids[nd.Name] = b.Kubelets[nd.Name].Client

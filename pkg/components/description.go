@@ -32,6 +32,11 @@ const (
 	KindTask Kind = "task"
 )
 
+// SelfBinary is the Binary of a component that runs this kubernix binary
+// (os.Executable), such as the cloud controller: found by being run, not
+// by the doctor.
+const SelfBinary = "kubernix"
+
 // Description is one component of a cluster as data: everything `up`
 // starts it from, `up --dry-run` prints, and `down` (also after the
 // supervisor was killed), `status` and `logs` list. The per-component

@@ -50,11 +50,13 @@ func Overlaps(a, b netip.Prefix) bool { return a.Overlaps(b) }
 // Config.Network after Resolve and Validate.
 type Network struct {
 	Node, Service, Cluster netip.Prefix
+	// LoadBalancer is the pool of LoadBalancer Service IPs.
+	LoadBalancer netip.Prefix
 	// NodeMaskSize is the prefix length of each node's pod CIDR.
 	NodeMaskSize int
 }
 
-// Network parses the node, service and cluster CIDRs. It errors if any is
+// Network parses the node, service, cluster and LoadBalancer CIDRs. It errors if any is
 // missing or invalid; Validate reports the same problems in detail.
 func (c *Config) Network() (Network, error) {
 	var n Network
@@ -68,7 +70,11 @@ func (c *Config) Network() (Network, error) {
 	if n.Cluster, err = netip.ParsePrefix(c.ClusterCIDR); err != nil {
 		return n, fmt.Errorf("cluster CIDR: %w", err)
 	}
+	if n.LoadBalancer, err = netip.ParsePrefix(c.LoadBalancerCIDR); err != nil {
+		return n, fmt.Errorf("LoadBalancer CIDR: %w", err)
+	}
 	n.Node, n.Service, n.Cluster = n.Node.Masked(), n.Service.Masked(), n.Cluster.Masked()
+	n.LoadBalancer = n.LoadBalancer.Masked()
 	n.NodeMaskSize = c.NodeCIDRMaskSize
 	return n, nil
 }

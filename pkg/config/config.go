@@ -69,6 +69,11 @@ type Config struct {
 	ServiceCIDR string `toml:"service_cidr" flag:"service-cidr" usage:"Service ClusterIP range (default: second /20 of --cidr)"`
 	// ClusterCIDR is the pod range; node i gets its i-th subnet of size NodeCIDRMaskSize.
 	ClusterCIDR string `toml:"cluster_cidr" flag:"cluster-cidr" usage:"pod range split into one pod CIDR per node (default: upper half of --cidr)"`
+	// LoadBalancerCIDR is the pool the IPs of LoadBalancer Services come
+	// from (status.loadBalancer.ingress): inside CIDR, overlapping none of
+	// NodeCIDR, ServiceCIDR and ClusterCIDR. The host routes it into the
+	// cluster like the service CIDR.
+	LoadBalancerCIDR string `toml:"loadbalancer_cidr" flag:"loadbalancer-cidr" usage:"pool of LoadBalancer Service IPs, inside --cidr (default: third /20 of --cidr)"`
 	// NodeCIDRMaskSize is the prefix length of each node's pod CIDR (kube-controller-manager --node-cidr-mask-size).
 	NodeCIDRMaskSize int `toml:"node_cidr_mask_size" flag:"node-cidr-mask-size" usage:"prefix length of each node's pod CIDR"`
 	// APIServerPort is the kube-apiserver's secure port (TCP).
@@ -117,7 +122,9 @@ func Default() Config {
 // downstream uses the real path), and the node network, service
 // CIDR and cluster CIDR from CIDR (prefix p): the first /max(p+8,24), the
 // second /(p+4) and the upper half /(p+1). It leaves a value it cannot
-// derive (say, from an invalid CIDR) empty for Validate to report.
+// derive (say, from an invalid CIDR) empty for Validate to report. The
+// LoadBalancer pool is the third /(p+4), between the service CIDR and the
+// cluster CIDR.
 func (c *Config) Resolve() {
 	if c.StateDir == "" && c.Name != "" {
 		c.StateDir = defaultStateDir(c.Name)
@@ -148,6 +155,9 @@ func (c *Config) Resolve() {
 	}
 	if c.ClusterCIDR == "" {
 		c.ClusterCIDR = mustSubnet(whole, whole.Bits()+1, 1).String()
+	}
+	if c.LoadBalancerCIDR == "" {
+		c.LoadBalancerCIDR = mustSubnet(whole, whole.Bits()+4, 2).String()
 	}
 }
 

@@ -45,15 +45,15 @@ func TestSubnet(t *testing.T) {
 
 func TestResolveSplitsCIDR(t *testing.T) {
 	tests := []struct {
-		cidr                   string
-		node, service, cluster string
-		maxNodes               int
+		cidr                       string
+		node, service, cluster, lb string
+		maxNodes                   int
 	}{
-		{"10.10.0.0/16", "10.10.0.0/24", "10.10.16.0/20", "10.10.128.0/17", 128},
-		{"172.20.0.0/12", "172.16.0.0/24", "172.17.0.0/16", "172.24.0.0/13", 253},
-		{"10.200.0.0/20", "10.200.0.0/28", "10.200.1.0/24", "10.200.8.0/21", 8},
-		{"10.10.0.0/24", "", "", "", 0}, // too small to derive from
-		{"bogus", "", "", "", 0},
+		{"10.10.0.0/16", "10.10.0.0/24", "10.10.16.0/20", "10.10.128.0/17", "10.10.32.0/20", 128},
+		{"172.20.0.0/12", "172.16.0.0/24", "172.17.0.0/16", "172.24.0.0/13", "172.18.0.0/16", 253},
+		{"10.200.0.0/20", "10.200.0.0/28", "10.200.1.0/24", "10.200.8.0/21", "10.200.2.0/24", 8},
+		{"10.10.0.0/24", "", "", "", "", 0}, // too small to derive from
+		{"bogus", "", "", "", "", 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.cidr, func(t *testing.T) {
@@ -61,11 +61,22 @@ func TestResolveSplitsCIDR(t *testing.T) {
 			c.StateDir = t.TempDir()
 			c.CIDR = tt.cidr
 			c.Resolve()
-			if c.NodeCIDR != tt.node || c.ServiceCIDR != tt.service || c.ClusterCIDR != tt.cluster {
-				t.Fatalf("split %s = node %q service %q cluster %q, want %q %q %q", tt.cidr, c.NodeCIDR, c.ServiceCIDR, c.ClusterCIDR, tt.node, tt.service, tt.cluster)
+			if c.NodeCIDR != tt.node || c.ServiceCIDR != tt.service || c.ClusterCIDR != tt.cluster || c.LoadBalancerCIDR != tt.lb {
+				t.Fatalf("split %s = node %q service %q cluster %q pool %q, want %q %q %q %q", tt.cidr,
+					c.NodeCIDR, c.ServiceCIDR, c.ClusterCIDR, c.LoadBalancerCIDR, tt.node, tt.service, tt.cluster, tt.lb)
 			}
 			if tt.node == "" {
 				return
+			}
+			whole := netip.MustParsePrefix(tt.cidr).Masked()
+			pool := netip.MustParsePrefix(c.LoadBalancerCIDR)
+			if !whole.Contains(pool.Addr()) || whole.Bits() > pool.Bits() {
+				t.Errorf("pool %s outside %s", pool, whole)
+			}
+			for _, other := range []string{c.NodeCIDR, c.ServiceCIDR, c.ClusterCIDR} {
+				if pool.Overlaps(netip.MustParsePrefix(other)) {
+					t.Errorf("pool %s overlaps %s", pool, other)
+				}
 			}
 			n, err := c.Network()
 			if err != nil {
@@ -98,6 +109,7 @@ func TestNetworkAddresses(t *testing.T) {
 		{"pod CIDR 2", func() (string, error) { p, err := n.PodCIDR(2); return p.String(), err }, "10.10.130.0/24"},
 		{"kubernetes service", func() (string, error) { return n.KubernetesServiceIP().String(), nil }, "10.10.16.1"},
 		{"DNS service", func() (string, error) { return n.DNSServiceIP().String(), nil }, "10.10.16.10"},
+		{"LoadBalancer pool", func() (string, error) { return n.LoadBalancer.String(), nil }, "10.10.32.0/20"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -259,6 +271,13 @@ func TestValidate(t *testing.T) {
 		{"cidr 0/4", []string{"--cidr", "0.0.0.0/4"}, []string{"--cidr 0.0.0.0/4: not a private range"}},
 		{"multicast cidr", []string{"--cidr", "224.0.0.0/16"}, []string{"--cidr 224.0.0.0/16: not a private range"}},
 		{"straddles 172.16/12", []string{"--cidr", "172.0.0.0/11"}, []string{"--cidr 172.0.0.0/11: not a private range"}},
+		{"pool in --cidr", []string{"--loadbalancer-cidr", "10.10.64.0/24"}, nil},
+		{"pool overlaps nodes", []string{"--loadbalancer-cidr", "10.10.0.0/20"}, []string{"--node-cidr 10.10.0.0/24 and --loadbalancer-cidr 10.10.0.0/20 overlap"}},
+		{"pool overlaps services", []string{"--loadbalancer-cidr", "10.10.16.0/24"}, []string{"--service-cidr 10.10.16.0/20 and --loadbalancer-cidr 10.10.16.0/24 overlap"}},
+		{"pool overlaps pods", []string{"--loadbalancer-cidr", "10.10.200.0/24"}, []string{"--cluster-cidr 10.10.128.0/17 and --loadbalancer-cidr 10.10.200.0/24 overlap"}},
+		{"pool outside --cidr", []string{"--loadbalancer-cidr", "10.11.0.0/24"}, []string{"--loadbalancer-cidr 10.11.0.0/24: outside --cidr 10.10.0.0/16"}},
+		{"pool too small", []string{"--loadbalancer-cidr", "10.10.64.0/31"}, []string{"--loadbalancer-cidr 10.10.64.0/31: must be /30 or larger"}},
+		{"pool not a CIDR", []string{"--loadbalancer-cidr", "10.10.64.0"}, []string{`--loadbalancer-cidr "10.10.64.0": not a CIDR`}},
 		{"public service cidr", []string{"--service-cidr", "8.8.0.0/20"}, []string{"--service-cidr 8.8.0.0/20: not a private range", "leave it unset"}},
 		{"cgnat cidr", []string{"--cidr", "100.64.0.0/16"}, nil},
 		{"192.168 cidr", []string{"--cidr", "192.168.0.0/16"}, nil},

@@ -63,8 +63,8 @@ func (c *Config) Validate() error {
 	return Invalid("", errs)
 }
 
-// validateNetwork checks --cidr, --node-cidr, --service-cidr, --cluster-cidr
-// and --node-cidr-mask-size, and that the address plan has room for --nodes.
+// validateNetwork checks --cidr, --node-cidr, --service-cidr, --cluster-cidr,
+// --loadbalancer-cidr and --node-cidr-mask-size, and that the address plan has room for --nodes.
 func (c *Config) validateNetwork() []error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -109,19 +109,26 @@ func parseCIDRFlag(add func(format string, args ...any), flag, value string) (ne
 	return p, false
 }
 
-// validateSubnets checks --node-cidr, --service-cidr and --cluster-cidr:
-// each private (or inside --cidr, whole, when wholeOK), large enough, not
-// overlapping; and --node-cidr-mask-size against the cluster CIDR.
+// validateSubnets checks --node-cidr, --service-cidr, --cluster-cidr and
+// --loadbalancer-cidr: each private (or inside --cidr, whole, when
+// wholeOK; the pool always inside it), large enough, not overlapping; and
+// --node-cidr-mask-size against the cluster CIDR.
 func (c *Config) validateSubnets(add func(format string, args ...any), whole netip.Prefix, wholeOK bool) {
 	named := []struct {
 		flag string
 		p    netip.Prefix
 		ok   bool
-	}{{flag: "node-cidr"}, {flag: "service-cidr"}, {flag: "cluster-cidr"}}
-	for i, v := range []string{c.NodeCIDR, c.ServiceCIDR, c.ClusterCIDR} {
+	}{{flag: "node-cidr"}, {flag: "service-cidr"}, {flag: "cluster-cidr"}, {flag: "loadbalancer-cidr"}}
+	for i, v := range []string{c.NodeCIDR, c.ServiceCIDR, c.ClusterCIDR, c.LoadBalancerCIDR} {
 		named[i].p, named[i].ok = parseCIDRFlag(add, named[i].flag, v)
-		// One inside --cidr is reported with it.
-		if named[i].ok && !IsPrivate(named[i].p) && !(wholeOK && whole.Bits() <= named[i].p.Bits() && whole.Contains(named[i].p.Addr())) {
+		inWhole := wholeOK && whole.Bits() <= named[i].p.Bits() && whole.Contains(named[i].p.Addr())
+		switch {
+		case !named[i].ok:
+		case named[i].flag == "loadbalancer-cidr" && wholeOK && !inWhole:
+			// The host routes and guards the cluster's range: a pool
+			// outside it would be neither.
+			add("--loadbalancer-cidr %s: outside --cidr %s; choose a range inside it that overlaps no node, service or pod CIDR, or leave it unset for the default", named[i].p, whole)
+		case !IsPrivate(named[i].p) && !inWhole: // one inside --cidr is reported with it
 			add("--%s %s: %s, or leave it unset to carve it from --cidr", named[i].flag, named[i].p, notPrivate())
 		}
 	}
@@ -132,7 +139,10 @@ func (c *Config) validateSubnets(add func(format string, args ...any), whole net
 			}
 		}
 	}
-	node, svc, cluster := named[0], named[1], named[2]
+	node, svc, cluster, lb := named[0], named[1], named[2], named[3]
+	if lb.ok && lb.p.Bits() > 30 {
+		add("--loadbalancer-cidr %s: must be /30 or larger (its network and broadcast addresses are not handed out)", lb.p)
+	}
 	if node.ok && node.p.Bits() > 29 {
 		add("--node-cidr %s: must be /29 or larger", node.p)
 	}

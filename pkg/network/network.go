@@ -117,10 +117,8 @@ func checkHost(p Plan, n Names) error {
 	if err != nil {
 		return err
 	}
-	ranges := []struct {
-		what string
-		pr   netip.Prefix
-	}{{"node CIDR", p.NodeCIDR}, {"cluster CIDR", p.ClusterCIDR}, {"service CIDR", p.ServiceCIDR}, {"whole cluster range", p.Whole}}
+	ranges := []namedPrefix{{"node CIDR", p.NodeCIDR}, {"cluster CIDR", p.ClusterCIDR}, {"service CIDR", p.ServiceCIDR},
+		{"LoadBalancer CIDR", p.LoadBalancerCIDR}, {"whole cluster range", p.Whole}}
 	for _, u := range uses {
 		for _, r := range ranges {
 			if r.pr.IsValid() && r.pr.Overlaps(u.Prefix) {

@@ -25,13 +25,18 @@ type Plan struct {
 	ClusterCIDR netip.Prefix
 	// ServiceCIDR is the Service ClusterIP range, e.g. 10.10.16.0/20.
 	ServiceCIDR netip.Prefix
+	// LoadBalancerCIDR is the pool of LoadBalancer Service IPs, e.g.
+	// 10.10.32.0/20, routed like ServiceCIDR (kube-proxy serves both);
+	// the zero Prefix for none.
+	LoadBalancerCIDR netip.Prefix
 	// Whole is the whole cluster range the three CIDRs were carved from,
 	// e.g. 10.10.0.0/16. It may be the zero Prefix when the user gave the
 	// three CIDRs separately.
 	Whole netip.Prefix
 	// Nodes are the cluster's nodes and their pod CIDRs.
 	Nodes []NodeRoute
-	// ServiceVia is where host traffic to ServiceCIDR goes: a node IP
+	// ServiceVia is where host traffic to ServiceCIDR (and
+	// LoadBalancerCIDR) goes: a node IP
 	// (container executor: kube-proxy's rules live in that node), or the
 	// zero Addr for "dev bridge" (process executor: kube-proxy's rules live
 	// in the host and rewrite the packet before it leaves).
@@ -58,6 +63,7 @@ func (p Plan) normalized() Plan {
 	p.NodeCIDR = p.NodeCIDR.Masked()
 	p.ClusterCIDR = p.ClusterCIDR.Masked()
 	p.ServiceCIDR = p.ServiceCIDR.Masked()
+	p.LoadBalancerCIDR = p.LoadBalancerCIDR.Masked()
 	p.Whole = p.Whole.Masked()
 	nodes := make([]NodeRoute, len(p.Nodes))
 	for i, n := range p.Nodes {
@@ -105,9 +111,15 @@ type problems []error
 
 func (e *problems) add(format string, args ...any) { *e = append(*e, fmt.Errorf(format, args...)) }
 
+// namedPrefix is one of a plan's ranges, with what it is for messages.
+type namedPrefix struct {
+	what string
+	pr   netip.Prefix
+}
+
 // validatePrefixes checks that the node, cluster and service CIDRs (and the
-// whole range, when set) are IPv4 prefixes and that the first three do not
-// overlap. It returns false when one of the three is not a prefix: the
+// whole range and the LoadBalancer CIDR, when set) are IPv4 prefixes and
+// that the node, cluster, service and LoadBalancer CIDRs do not overlap. It returns false when one of the three is not a prefix: the
 // checks that use them would only repeat that.
 func (p Plan) validatePrefixes(errs *problems) bool {
 	v4 := func(what string, pr netip.Prefix) bool {
@@ -117,16 +129,16 @@ func (p Plan) validatePrefixes(errs *problems) bool {
 		}
 		return true
 	}
-	named := []struct {
-		what string
-		pr   netip.Prefix
-	}{{"node CIDR", p.NodeCIDR}, {"cluster CIDR", p.ClusterCIDR}, {"service CIDR", p.ServiceCIDR}}
+	named := []namedPrefix{{"node CIDR", p.NodeCIDR}, {"cluster CIDR", p.ClusterCIDR}, {"service CIDR", p.ServiceCIDR}}
 	ok := true
 	for _, c := range named {
 		ok = v4(c.what, c.pr) && ok
 	}
 	if p.Whole.IsValid() {
 		v4("whole cluster range", p.Whole)
+	}
+	if p.LoadBalancerCIDR.IsValid() && v4("LoadBalancer CIDR", p.LoadBalancerCIDR) {
+		named = append(named, namedPrefix{"LoadBalancer CIDR", p.LoadBalancerCIDR})
 	}
 	if !ok {
 		return false
@@ -199,14 +211,14 @@ func contains(outer, inner netip.Prefix) bool {
 
 // clusterRanges is the smallest list of prefixes that covers every cluster
 // address of a normalized plan: Whole (when set) plus whichever of the node,
-// service and cluster CIDRs lie outside it.
+// service, cluster and LoadBalancer CIDRs lie outside it.
 func (p Plan) clusterRanges() []netip.Prefix {
 	var out []netip.Prefix
 	if p.Whole.IsValid() {
 		out = append(out, p.Whole)
 	}
-	for _, c := range []netip.Prefix{p.NodeCIDR, p.ServiceCIDR, p.ClusterCIDR} {
-		if !contains(p.Whole, c) {
+	for _, c := range []netip.Prefix{p.NodeCIDR, p.ServiceCIDR, p.ClusterCIDR, p.LoadBalancerCIDR} {
+		if c.IsValid() && !contains(p.Whole, c) {
 			out = append(out, c)
 		}
 	}
@@ -235,8 +247,8 @@ func (r routeSpec) String() string {
 }
 
 // routes lists the host routes of a normalized plan: each non-local node's
-// pod CIDR via its node IP, the service CIDR via ServiceVia (or on the
-// bridge), and an unreachable route over every cluster range. The
+// pod CIDR via its node IP, the service CIDR and the LoadBalancer CIDR via
+// ServiceVia (or on the bridge), and an unreachable route over every cluster range. The
 // unreachable routes are less specific than (or, for an equal prefix, carry
 // a higher metric than) every real route, so they only catch addresses
 // nothing else routes, and such a packet never leaves by the default route.
@@ -248,6 +260,9 @@ func (p Plan) routes() []routeSpec {
 		}
 	}
 	out = append(out, routeSpec{Dst: p.ServiceCIDR, Via: p.ServiceVia})
+	if p.LoadBalancerCIDR.IsValid() {
+		out = append(out, routeSpec{Dst: p.LoadBalancerCIDR, Via: p.ServiceVia})
+	}
 	for _, r := range p.clusterRanges() {
 		out = append(out, routeSpec{Dst: r, Unreachable: true})
 	}

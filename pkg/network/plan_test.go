@@ -22,6 +22,8 @@ func examplePlan(cluster string) Plan {
 		ServiceCIDR: mp("10.254.16.0/20"),
 		ClusterCIDR: mp("10.254.128.0/17"),
 		Whole:       mp("10.254.0.0/16"),
+		// The pool of LoadBalancer IPs.
+		LoadBalancerCIDR: mp("10.254.32.0/20"),
 		Nodes: []NodeRoute{
 			{Index: 0, IP: ma("10.254.0.2"), PodCIDR: mp("10.254.128.0/24")},
 			{Index: 1, IP: ma("10.254.0.3"), PodCIDR: mp("10.254.129.0/24")},
@@ -47,6 +49,9 @@ func TestPlanValidate(t *testing.T) {
 		{"IPv6", func(p *Plan) { p.ClusterCIDR = mp("fd00::/64") }, []string{"cluster CIDR"}},
 		{"overlap", func(p *Plan) { p.ServiceCIDR = mp("10.254.128.0/20") },
 			[]string{"cluster CIDR 10.254.128.0/17 overlaps service CIDR 10.254.128.0/20"}},
+		{"pool overlaps services", func(p *Plan) { p.LoadBalancerCIDR = mp("10.254.16.0/24") },
+			[]string{"service CIDR 10.254.16.0/20 overlaps LoadBalancer CIDR 10.254.16.0/24"}},
+		{"no pool", func(p *Plan) { p.LoadBalancerCIDR = netip.Prefix{} }, nil},
 		{"bridge outside", func(p *Plan) { p.BridgeIP = ma("10.254.1.1") }, []string{"bridge IP 10.254.1.1"}},
 		{"bridge is network address", func(p *Plan) { p.BridgeIP = ma("10.254.0.0") }, []string{"bridge IP 10.254.0.0"}},
 		{"every node problem at once", func(p *Plan) {
@@ -98,6 +103,7 @@ func TestPlanRoutesAndRules(t *testing.T) {
 				"10.254.128.0/24 via 10.254.0.2",
 				"10.254.129.0/24 via 10.254.0.3",
 				"10.254.16.0/20 via 10.254.0.2",
+				"10.254.32.0/20 via 10.254.0.2",
 				"unreachable 10.254.0.0/16",
 			},
 			wantNAT: []string{
@@ -114,17 +120,20 @@ func TestPlanRoutesAndRules(t *testing.T) {
 				p.ServiceCIDR = mp("10.96.0.0/12")
 				p.Nodes = []NodeRoute{{Index: 0, IP: p.BridgeIP, PodCIDR: mp("10.254.128.0/24"), Local: true}}
 			},
-			wantRanges: []string{"10.254.0.0/24", "10.96.0.0/12", "10.254.128.0/17"},
+			wantRanges: []string{"10.254.0.0/24", "10.96.0.0/12", "10.254.128.0/17", "10.254.32.0/20"},
 			wantRoutes: []string{
 				"10.96.0.0/12 dev bridge",
+				"10.254.32.0/20 dev bridge",
 				"unreachable 10.254.0.0/24",
 				"unreachable 10.96.0.0/12",
 				"unreachable 10.254.128.0/17",
+				"unreachable 10.254.32.0/20",
 			},
 			wantNAT: []string{
 				"-d 10.254.0.0/24 -j RETURN",
 				"-d 10.96.0.0/12 -j RETURN",
 				"-d 10.254.128.0/17 -j RETURN",
+				"-d 10.254.32.0/20 -j RETURN",
 				"-s 10.254.128.0/17 -j MASQUERADE",
 				"-s 10.254.0.0/24 -j MASQUERADE",
 			},
@@ -137,6 +146,7 @@ func TestPlanRoutesAndRules(t *testing.T) {
 				"10.254.128.0/24 via 10.254.0.2",
 				"10.254.129.0/24 via 10.254.0.3",
 				"10.96.0.0/12 via 10.254.0.2",
+				"10.254.32.0/20 via 10.254.0.2",
 				"unreachable 10.254.0.0/16",
 				"unreachable 10.96.0.0/12",
 			},

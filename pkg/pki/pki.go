@@ -64,6 +64,11 @@ const (
 	// authenticates as towards kubelets; RBAC binds it to
 	// system:kubelet-api-admin, as kubeadm does.
 	APIServerKubeletClientName = "kube-apiserver-kubelet-client"
+	// CloudControllerName is the user (common name, no group) of the
+	// cloud controller's client certificate (pkg/loadbalancer); an RBAC
+	// binding gives it the upstream ClusterRole
+	// system:controller:service-controller.
+	CloudControllerName = "kubernix:cloud-controller"
 )
 
 // File modes of what Ensure writes.
@@ -162,6 +167,9 @@ type Bundle struct {
 	// for system:kube-controller-manager, system:kube-scheduler and
 	// system:kube-proxy.
 	ControllerManager, Scheduler, KubeProxy Pair
+	// CloudController is the cloud controller's client certificate
+	// (CN CloudControllerName).
+	CloudController Pair
 	// Admin is the user's client certificate: kubernix-admin, O
 	// ClusterAdminsGroup (cluster-admin through RBAC).
 	Admin Pair
@@ -324,6 +332,7 @@ const (
 	fileControllerManagerServe = "controller-manager-serving"
 	fileSchedulerServe         = "scheduler-serving"
 	fileKubeProxy              = "kube-proxy"
+	fileCloudController        = "cloud-controller"
 	fileAdmin                  = "admin"
 	fileSuperAdmin             = "super-admin"
 	fileServiceAccountKey      = "sa.key"
@@ -361,6 +370,7 @@ func (s Spec) bundle() *Bundle {
 		ControllerManagerServing: s.pair(fileControllerManagerServe),
 		SchedulerServing:         s.pair(fileSchedulerServe),
 		KubeProxy:                s.pair(fileKubeProxy),
+		CloudController:          s.pair(fileCloudController),
 		Admin:                    s.pair(fileAdmin),
 		SuperAdmin:               s.pair(fileSuperAdmin),
 		Kubelets:                 make(map[string]KubeletPair, len(s.Nodes)),

@@ -1,0 +1,29 @@
+package cluster
+
+import (
+	"os"
+	"path/filepath"
+
+	"github.com/kubernix/kubernix/pkg/components"
+	"github.com/kubernix/kubernix/pkg/components/cloudcontroller"
+)
+
+// describeCloudController describes the cloud controller, which gives
+// LoadBalancer Services an IP of the cluster's pool (pkg/loadbalancer),
+// with the identity its RBAC binding (the cluster-admins task) serves.
+// In a rootless cluster it also publishes their ports on the host's
+// 127.0.0.1 through rootlesskit's API socket.
+func describeCloudController(p *Plan) ([]components.Description, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	spec := cloudcontroller.Spec{
+		Self: self, ClusterName: p.Cfg.Name, Kubeconfig: p.Paths.Kubeconfig(cloudcontroller.Name),
+		Pool: p.Net.LoadBalancer, IP: p.APIServerIP, After: []string{clusterAdminsTask},
+	}
+	if st, ok := ReadRootless(p.Paths); ok && p.Rootless {
+		spec.RootlesskitAPI = filepath.Join(st.RootlesskitStateDir, "api.sock")
+	}
+	return []components.Description{cloudcontroller.Describe(spec)}, nil
+}

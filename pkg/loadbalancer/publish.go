@@ -1,0 +1,104 @@
+package loadbalancer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"slices"
+	"strings"
+
+	"github.com/rootless-containers/rootlesskit/v2/pkg/api/client"
+	"github.com/rootless-containers/rootlesskit/v2/pkg/port"
+	v1 "k8s.io/api/core/v1"
+)
+
+// Publisher makes a LoadBalancer IP's ports reachable where the cluster's
+// network is not: in a rootless cluster, from the host's loopback.
+type Publisher interface {
+	// Publish makes exactly ports of ip reachable (forwards of ip's
+	// other ports are removed) and returns where, in ports' order.
+	Publish(ctx context.Context, ip netip.Addr, ports []v1.ServicePort) ([]netip.AddrPort, error)
+	// Unpublish removes every forward of ip; none is no error.
+	Unpublish(ctx context.Context, ip netip.Addr) error
+}
+
+// HostLoopback is where RootlessPorts publishes on the host.
+var HostLoopback = netip.MustParseAddr("127.0.0.1")
+
+// RootlessPorts publishes through rootlesskit's port driver (its REST API
+// on the socket <rootlesskit state dir>/api.sock): each port P of a
+// LoadBalancer IP is forwarded from the host's 127.0.0.1:P into the
+// namespace, to IP:P, which the host routes there serve. An ordinary user
+// cannot bind ports below net.ipv4.ip_unprivileged_port_start (1024 by
+// default) on the host: such a port fails to publish, with rootlesskit's
+// error. The forwards are rootlesskit's record: a restarted controller
+// finds them (ListPorts) and they end with rootlesskit.
+type RootlessPorts struct {
+	ports port.Manager
+}
+
+// NewRootlessPorts returns the publisher of rootlesskit's API socket
+// apiSocket. It errors when the socket is not a rootlesskit API.
+func NewRootlessPorts(apiSocket string) (*RootlessPorts, error) {
+	c, err := client.New(apiSocket)
+	if err != nil {
+		return nil, fmt.Errorf("rootlesskit API %s: %w", apiSocket, err)
+	}
+	return &RootlessPorts{ports: c.PortManager()}, nil
+}
+
+// Publish implements Publisher. It errors naming the port that rootlesskit
+// could not publish (e.g. taken on the host, or below 1024), or a protocol
+// other than TCP and UDP.
+func (r *RootlessPorts) Publish(ctx context.Context, ip netip.Addr, ports []v1.ServicePort) ([]netip.AddrPort, error) {
+	var want []port.Spec
+	var out []netip.AddrPort
+	var errs []error
+	for _, sp := range ports {
+		if sp.Protocol != v1.ProtocolTCP && sp.Protocol != v1.ProtocolUDP {
+			errs = append(errs, fmt.Errorf("port %d/%s: only TCP and UDP can be published on the host", sp.Port, sp.Protocol))
+			continue
+		}
+		want = append(want, port.Spec{Proto: strings.ToLower(string(sp.Protocol)), ParentIP: HostLoopback.String(),
+			ParentPort: int(sp.Port), ChildIP: ip.String(), ChildPort: int(sp.Port)})
+		out = append(out, netip.AddrPortFrom(HostLoopback, uint16(sp.Port)))
+	}
+	have, err := r.ports.ListPorts(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("rootlesskit: list ports: %w", err)
+	}
+	for _, st := range have {
+		if st.Spec.ChildIP == ip.String() && !slices.Contains(want, st.Spec) {
+			if err := r.ports.RemovePort(ctx, st.ID); err != nil {
+				errs = append(errs, fmt.Errorf("rootlesskit: remove stale port %d: %w", st.ID, err))
+			}
+		}
+	}
+	for _, s := range want {
+		if slices.ContainsFunc(have, func(st port.Status) bool { return st.Spec == s }) {
+			continue
+		}
+		if _, err := r.ports.AddPort(ctx, s); err != nil {
+			errs = append(errs, fmt.Errorf("publish %s:%d/%s on the host: %w", s.ParentIP, s.ParentPort, s.Proto, err))
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// Unpublish implements Publisher.
+func (r *RootlessPorts) Unpublish(ctx context.Context, ip netip.Addr) error {
+	have, err := r.ports.ListPorts(ctx)
+	if err != nil {
+		return fmt.Errorf("rootlesskit: list ports: %w", err)
+	}
+	var errs []error
+	for _, st := range have {
+		if st.Spec.ChildIP == ip.String() {
+			if err := r.ports.RemovePort(ctx, st.ID); err != nil {
+				errs = append(errs, fmt.Errorf("rootlesskit: remove port %d: %w", st.ID, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,128 @@
+package loadbalancer
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"time"
+
+	v1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apiserver/pkg/server/healthz"
+	"k8s.io/apiserver/pkg/util/feature"
+	coreinformers "k8s.io/client-go/informers/core/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/record"
+	servicecontroller "k8s.io/cloud-provider/controllers/service"
+	controllersmetrics "k8s.io/component-base/metrics/prometheus/controllers"
+)
+
+// Options configure Run.
+type Options struct {
+	// Kubeconfig is the controller's kubeconfig file: its identity needs
+	// the upstream ClusterRole system:controller:service-controller.
+	Kubeconfig string
+	// Pool is the prefix LoadBalancer IPs come from (--loadbalancer-cidr).
+	Pool netip.Prefix
+	// ClusterName is the cluster's name, as the service controller passes
+	// it to the LoadBalancer (unused by Pool).
+	ClusterName string
+	// Healthz is the address /healthz is served on over plain HTTP, e.g.
+	// 10.10.0.1:10258; it answers 200 once the Service and Node caches
+	// are synced.
+	Healthz netip.AddrPort
+	// RootlesskitAPI, in a rootless cluster, is rootlesskit's API socket:
+	// each LoadBalancer IP's ports are then also published on the host's
+	// 127.0.0.1 (RootlessPorts). "" as root.
+	RootlesskitAPI string
+}
+
+// Run runs the upstream service controller with a Provider of
+// opts.Pool until ctx is done, serving /healthz at opts.Healthz. It
+// returns nil when ctx ends it, and errors when the kubeconfig cannot be
+// read, the pool is not usable or the health address cannot be bound.
+func Run(ctx context.Context, log *slog.Logger, opts Options) error {
+	rc, err := clientcmd.BuildConfigFromFlags("", opts.Kubeconfig)
+	if err != nil {
+		return fmt.Errorf("kubeconfig %s: %w", opts.Kubeconfig, err)
+	}
+	rc.UserAgent = "kubernix-cloud-controller"
+	client, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	services := serviceInformer{coreinformers.NewServiceInformer(client, metav1.NamespaceAll, 0, cache.Indexers{})}
+	nodes := nodeInformer{coreinformers.NewNodeInformer(client, 0, cache.Indexers{})}
+	pool, err := NewPool(opts.Pool, services.Lister())
+	if err != nil {
+		return err
+	}
+	if opts.RootlesskitAPI != "" {
+		pub, err := NewRootlessPorts(opts.RootlesskitAPI)
+		if err != nil {
+			return err
+		}
+		events := record.NewBroadcaster(record.WithContext(ctx))
+		defer events.Shutdown()
+		events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+		pool.PublishWith(pub, events.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubernix-cloud-controller"}))
+	}
+	ctrl, err := servicecontroller.New(NewProvider(pool), client, services, nodes, opts.ClusterName, feature.DefaultFeatureGate)
+	if err != nil {
+		return fmt.Errorf("service controller: %w", err)
+	}
+	ln, err := net.Listen("tcp", opts.Healthz.String())
+	if err != nil {
+		return fmt.Errorf("healthz: %w", err)
+	}
+	synced := healthz.NamedCheck("informer-sync", func(*http.Request) error {
+		if !services.Informer().HasSynced() || !nodes.Informer().HasSynced() {
+			return errors.New("the Service and Node caches are not synced yet")
+		}
+		return nil
+	})
+	mux := http.NewServeMux()
+	healthz.InstallHandler(mux, synced)
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		srv.Close()
+	}()
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("healthz server", "err", err)
+		}
+	}()
+	go services.inf.RunWithContext(ctx)
+	go nodes.inf.RunWithContext(ctx)
+	log.Info("service controller running", "pool", opts.Pool, "healthz", "http://"+opts.Healthz.String()+"/healthz")
+	// One worker: allocations are decided one Service at a time.
+	ctrl.Run(ctx, 1, controllersmetrics.NewControllerManagerMetrics("kubernix-cloud-controller"))
+	return nil
+}
+
+// serviceInformer and nodeInformer are the two informers the service
+// controller takes, made alone: a SharedInformerFactory would link the
+// informers of every API group into kubernix.
+type serviceInformer struct{ inf cache.SharedIndexInformer }
+
+func (s serviceInformer) Informer() cache.SharedIndexInformer { return s.inf }
+func (s serviceInformer) Lister() corelisters.ServiceLister {
+	return corelisters.NewServiceLister(s.inf.GetIndexer())
+}
+
+type nodeInformer struct{ inf cache.SharedIndexInformer }
+
+func (n nodeInformer) Informer() cache.SharedIndexInformer { return n.inf }
+func (n nodeInformer) Lister() corelisters.NodeLister {
+	return corelisters.NewNodeLister(n.inf.GetIndexer())
+}

@@ -1,0 +1,274 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// lbCIDR is the range of TestLoadBalancer's cluster; its LoadBalancer
+// pool is the default, the third /20: 10.163.32.0/20.
+const (
+	lbCIDR      = "10.163.0.0/16"
+	lbFirstIP   = "10.163.32.1"
+	lbSecondIP  = "10.163.32.2"
+	lbThirdIP   = "10.163.32.3"
+	lbBadCIDR   = "10.164.0.0/16"
+	lbNode0IP   = "10.163.0.2"
+	lbPort      = "80"
+	lbNetexecRe = "netexec-"
+)
+
+// lbService is a LoadBalancer Service of the netexec pods, port 80.
+func lbService(name string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Service
+metadata: {name: %s, namespace: default}
+spec:
+  type: LoadBalancer
+  selector: {app: netexec}
+  ports: [{port: 80, targetPort: 8080}]
+`, name)
+}
+
+// TestLoadBalancer brings up a 2-node cluster and checks issue 13's
+// LoadBalancer Services: a Service gets the pool's first address in its
+// status, the host (Go's HTTP client) and a pod on each node reach it, a
+// network namespace that routes the cluster range via this host (a LAN
+// neighbour) does not, the host routes the pool to node 0; a second
+// Service gets the next address, and once the first is deleted its
+// address goes to the next new Service; a controller killed and restarted
+// keeps every address (they live in the statuses). down leaves nothing.
+func TestLoadBalancer(t *testing.T) {
+	e := newEnv(t, "lb-e2e", lbCIDR, "--nodes", "2")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	t.Cleanup(func() {
+		if out, code := e.kubernix(context.Background(), "down"); code != 0 {
+			t.Logf("cleanup down exited %d:\n%s", code, out)
+		}
+	})
+	t.Logf("up:\n%s", e.mustKubernix(ctx, "up", "--detach"))
+	if out := e.mustKubernix(ctx, "config", "view"); !strings.Contains(out, "loadbalancer_cidr = '10.163.32.0/20'") {
+		t.Errorf("config view does not show the pool:\n%s", out)
+	}
+	e.apply(ctx, netexecManifest(2, true))
+	e.apply(ctx, lbService("lb-a"))
+	e.mustKubectl(ctx, "wait", "--for=condition=Available", "deployment/netexec", "--timeout=180s")
+
+	e.waitIngress(ctx, "lb-a", lbFirstIP)
+	t.Run("the host reaches the LoadBalancer IP", func(t *testing.T) {
+		eventually(t, 30*time.Second, "GET from the host", func() error {
+			body, err := httpGet(ctx, "http://"+net.JoinHostPort(lbFirstIP, lbPort)+"/hostname")
+			if err == nil && !strings.HasPrefix(body, lbNetexecRe) {
+				return fmt.Errorf("answer %q is not a netexec pod's hostname", body)
+			}
+			return err
+		})
+		route, err := netlink.RouteGet(net.ParseIP(lbFirstIP))
+		if err != nil || len(route) == 0 || route[0].Gw.String() != lbNode0IP {
+			t.Errorf("ip route get %s = %v, %v; want via node 0 (%s)", lbFirstIP, route, err, lbNode0IP)
+		}
+	})
+
+	t.Run("a pod on every node reaches the LoadBalancer IP", func(t *testing.T) {
+		out := e.mustKubectl(ctx, "get", "pods", "-l", "app=netexec", "-o", `jsonpath={range .items[*]}{.metadata.name} {.spec.nodeName}{"\n"}{end}`)
+		nodes := map[string]bool{}
+		for _, l := range strings.Split(strings.TrimSpace(out), "\n") {
+			f := strings.Fields(l)
+			if len(f) != 2 || nodes[f[1]] {
+				continue
+			}
+			nodes[f[1]] = true
+			eventually(t, 30*time.Second, "GET from "+f[0]+" on "+f[1], func() error {
+				body, err := e.kubectl(ctx, "exec", f[0], "--", "sh", "-c",
+					`printf 'GET /hostname HTTP/1.0\r\n\r\n' | nc -w 3 `+lbFirstIP+` `+lbPort+` | tail -n 1`)
+				if err == nil && !strings.HasPrefix(strings.TrimSpace(body), lbNetexecRe) {
+					return fmt.Errorf("answer %q is not a netexec pod's hostname", body)
+				}
+				return err
+			})
+		}
+		if len(nodes) != 2 {
+			t.Errorf("netexec pods on %v, want both nodes", nodes)
+		}
+	})
+
+	t.Run("a neighbour does not reach the LoadBalancer IP", func(t *testing.T) {
+		n := newNeighbour(t, e.cidr)
+		defer n.remove()
+		addr := net.JoinHostPort(lbFirstIP, lbPort)
+		if err := dial(netns.None(), addr); err != nil {
+			t.Fatalf("the host cannot reach %s: %v", addr, err)
+		}
+		if err := dial(n.ns, addr); err == nil {
+			t.Errorf("the neighbour reached the LoadBalancer IP %s", addr)
+		}
+	})
+
+	t.Run("deleting a Service frees its IP for the next", func(t *testing.T) {
+		e.apply(ctx, lbService("lb-b"))
+		e.waitIngress(ctx, "lb-b", lbSecondIP)
+		e.mustKubectl(ctx, "delete", "service", "lb-a", "--wait=true", "--timeout=60s")
+		e.apply(ctx, lbService("lb-c"))
+		e.waitIngress(ctx, "lb-c", lbFirstIP)
+		e.waitIngress(ctx, "lb-b", lbSecondIP)
+		eventually(t, 30*time.Second, "GET lb-c from the host", func() error {
+			_, err := httpGet(ctx, "http://"+net.JoinHostPort(lbFirstIP, lbPort)+"/hostname")
+			return err
+		})
+	})
+
+	t.Run("a restarted controller keeps every address", func(t *testing.T) {
+		pidFile := filepath.Join(e.stateDir, "run", "control-plane", "cloud-controller", "pid")
+		old := readPid(t, pidFile)
+		if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 60*time.Second, "the supervisor restarts the cloud controller", func() error {
+			b, err := os.ReadFile(pidFile)
+			if err != nil {
+				return err
+			}
+			if pid, _ := strconv.Atoi(strings.TrimSpace(string(b))); pid == old || syscall.Kill(pid, 0) != nil {
+				return fmt.Errorf("pid %d", pid)
+			}
+			return nil
+		})
+		e.apply(ctx, lbService("lb-d"))
+		e.waitIngress(ctx, "lb-d", lbThirdIP)
+		e.waitIngress(ctx, "lb-c", lbFirstIP)
+		e.waitIngress(ctx, "lb-b", lbSecondIP)
+	})
+
+	e.mustKubernix(ctx, "down")
+	if left := e.leftovers([]string{"lb-e2e-node-0", "lb-e2e-node-1"}, false); len(left) > 0 {
+		t.Errorf("down left behind:\n%s", strings.Join(left, "\n"))
+	}
+	if r, err := netlink.RouteGet(net.ParseIP(lbFirstIP)); err == nil && len(r) > 0 && r[0].Gw.String() == lbNode0IP {
+		t.Errorf("after down the host still routes the pool via node 0: %v", r)
+	}
+}
+
+// waitIngress waits until Service name's status.loadBalancer.ingress
+// names ip.
+func (e *env) waitIngress(ctx context.Context, name, ip string) {
+	e.t.Helper()
+	eventually(e.t, 60*time.Second, "Service "+name+" gets LoadBalancer IP "+ip, func() error {
+		out, err := e.kubectl(ctx, "get", "service", name, "-o", "jsonpath={.status.loadBalancer.ingress[*].ip}")
+		if err == nil && strings.TrimSpace(out) != ip {
+			return fmt.Errorf("ingress %q", out)
+		}
+		return err
+	})
+}
+
+// TestLoadBalancerPoolRefused runs `up` with a LoadBalancer pool that
+// overlaps the node, service or pod CIDR or lies outside --cidr: each exits
+// 2 naming --loadbalancer-cidr, and nothing is created (no process, link,
+// route, chain or file of the cluster; the state dir untouched).
+func TestLoadBalancerPoolRefused(t *testing.T) {
+	e := newEnv(t, "lb-e2e-bad", lbBadCIDR)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	tests := []struct {
+		name, pool, want string
+	}{
+		{"overlaps the node network", "10.164.0.0/20", "--node-cidr 10.164.0.0/24 and --loadbalancer-cidr 10.164.0.0/20 overlap"},
+		{"overlaps the service CIDR", "10.164.16.0/24", "--service-cidr 10.164.16.0/20 and --loadbalancer-cidr 10.164.16.0/24 overlap"},
+		{"overlaps the pod CIDR", "10.164.128.0/24", "--cluster-cidr 10.164.128.0/17 and --loadbalancer-cidr 10.164.128.0/24 overlap"},
+		{"outside --cidr", "10.165.0.0/24", "--loadbalancer-cidr 10.165.0.0/24: outside --cidr 10.164.0.0/16"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			before := dirList(t, e.stateDir)
+			out, code := e.kubernix(ctx, "up", "--detach", "--loadbalancer-cidr", tt.pool)
+			if code == 0 { // wrongly accepted: take the cluster down again
+				t.Cleanup(func() { e.kubernix(context.Background(), "down") })
+			}
+			if code != 2 || !strings.Contains(out, tt.want) {
+				t.Fatalf("up --loadbalancer-cidr %s: exit %d, output:\n%s\nwant exit 2 mentioning %q", tt.pool, code, out, tt.want)
+			}
+			if left := e.leftovers([]string{e.name + "-node-0"}, false); len(left) > 0 {
+				t.Errorf("refused up left:\n%s", strings.Join(left, "\n"))
+			}
+			if after := dirList(t, e.stateDir); strings.Join(after, ",") != strings.Join(before, ",") {
+				t.Errorf("refused up changed the state dir: %q, then %q", before, after)
+			}
+		})
+	}
+}
+
+// TestRootlessLoadBalancer is TestLoadBalancer reduced, rootless: as an
+// ordinary user, a LoadBalancer Service of port rlPort gets the pool's
+// first address and a "localhost" ingress entry, answers on the host's
+// 127.0.0.1:rlPort (rootlesskit's port driver), and once deleted the host
+// port is closed again.
+func TestRootlessLoadBalancer(t *testing.T) {
+	u := newRootlessUser(t, "kxrllb")
+	u.addSubIDs()
+	u.openTun()
+	u.delegateCgroups()
+	const (
+		name   = "lb-rl"
+		rlPort = "18080"
+		rlIP   = "10.164.32.1"
+	)
+	kctx := "kubernix-" + name
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	t.Cleanup(func() {
+		if out, code := u.kubernix(context.Background(), "down", "--name", name); code != 0 {
+			t.Logf("cleanup down exited %d:\n%s", code, out)
+		}
+	})
+	out, code := u.kubernix(ctx, "up", "--detach", "--name", name, "--cidr", lbBadCIDR)
+	if code != 0 {
+		t.Fatalf("up --detach as %s exited %d:\n%s", u.name, code, out)
+	}
+	manifest := filepath.Join(u.home, "lb.yaml")
+	svc := strings.Replace(lbService("lb-rl"), "port: 80,", "port: "+rlPort+",", 1)
+	if err := os.WriteFile(manifest, []byte(netexecManifest(1, false)+"---\n"+svc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u.mustKubectl(ctx, kctx, "apply", "-f", manifest)
+	u.mustKubectl(ctx, kctx, "wait", "--for=condition=Available", "deployment/netexec", "--timeout=180s")
+	eventually(t, 60*time.Second, "LoadBalancer IP and localhost in the status", func() error {
+		out, err := u.kubectl(ctx, kctx, "get", "service", "lb-rl", "-o", "jsonpath={.status.loadBalancer.ingress[*].ip} {.status.loadBalancer.ingress[*].hostname}")
+		if err == nil && strings.TrimSpace(out) != rlIP+" localhost" {
+			return fmt.Errorf("ingress %q", out)
+		}
+		return err
+	})
+	hostURL := "http://" + net.JoinHostPort("127.0.0.1", rlPort) + "/hostname"
+	eventually(t, 30*time.Second, "GET on the host's 127.0.0.1:"+rlPort, func() error {
+		body, err := httpGet(ctx, hostURL)
+		if err == nil && !strings.HasPrefix(body, lbNetexecRe) {
+			return fmt.Errorf("answer %q is not a netexec pod's hostname", body)
+		}
+		return err
+	})
+	if events := u.mustKubectl(ctx, kctx, "get", "events", "--field-selector", "involvedObject.name=lb-rl,reason=Published", "-o", "jsonpath={.items[*].message}"); !strings.Contains(events, "published on the host at 127.0.0.1:"+rlPort) {
+		t.Errorf("no Published event naming 127.0.0.1:%s: %q", rlPort, events)
+	}
+	u.mustKubectl(ctx, kctx, "delete", "service", "lb-rl", "--wait=true", "--timeout=60s")
+	eventually(t, 30*time.Second, "127.0.0.1:"+rlPort+" closed after delete", func() error {
+		if err := dial(netns.None(), net.JoinHostPort("127.0.0.1", rlPort)); err == nil {
+			return fmt.Errorf("still open")
+		}
+		return nil
+	})
+	if out, code := u.kubernix(ctx, "down", "--name", name); code != 0 {
+		t.Fatalf("down exited %d:\n%s", code, out)
+	}
+}
