@@ -23,7 +23,8 @@ BUNDLE_DEPS := bundle/go.mod bundle/go.sum assets/versions.env
 # The multi-call binary's names: `make bins` links each to it.
 KUBE_NAMES := etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy
 UPSTREAM   := $(BIN)/kube $(BIN)/kubectl $(BIN)/agnhost $(BIN)/containerd \
-	$(BIN)/containerd-shim-runc-v2 $(BIN)/crictl $(BIN)/coredns $(BIN)/pause
+	$(BIN)/containerd-shim-runc-v2 $(BIN)/crictl $(BIN)/coredns $(BIN)/pause \
+	$(BIN)/local-path-provisioner
 KUBERNIX_SRC := $(shell find cmd pkg assets images -type f 2>/dev/null) go.mod go.sum
 
 .PHONY: all deps bins images build up down test unit integration bench doctor clean fmt vet vet-bundle
@@ -64,6 +65,12 @@ $(BIN)/crictl: assets/versions.env
 
 $(BIN)/coredns: assets/versions.env
 	GOBIN=$(BIN) $(GO) install -ldflags '-s -w' github.com/coredns/coredns@$(COREDNS_VERSION)
+	touch $@
+
+LOCAL_PATH_PKG := github.com/rancher/local-path-provisioner
+$(BIN)/local-path-provisioner: assets/versions.env
+	GOBIN=$(BIN) $(GO) install -ldflags '-s -w -X main.VERSION=$(LOCAL_PATH_PROVISIONER_VERSION)' \
+		$(LOCAL_PATH_PKG)@$(LOCAL_PATH_PROVISIONER_VERSION)
 	touch $@
 
 $(BIN)/pause: $(wildcard images/pause/*.go)

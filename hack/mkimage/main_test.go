@@ -21,12 +21,13 @@ func TestRun(t *testing.T) {
 	if err := os.Mkdir(binDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{busybox, filepath.Join(binDir, "pause"), filepath.Join(binDir, "coredns"), filepath.Join(binDir, "agnhost")} {
+	for _, p := range []string{busybox, filepath.Join(binDir, "pause"), filepath.Join(binDir, "coredns"), filepath.Join(binDir, "agnhost"), filepath.Join(binDir, "local-path-provisioner")} {
 		if err := os.WriteFile(p, []byte("fake "+filepath.Base(p)), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	common := []string{"-bin-dir", binDir, "-out", outDir, "-busybox", busybox}
+	allRefs := []string{images.PauseRef(), images.CoreDNSRef(), images.AgnhostRef(), images.LocalPathProvisionerRef(), images.BusyboxRef()}
 
 	// The steps run in order: each sees the images the ones before built.
 	steps := []struct {
@@ -36,10 +37,10 @@ func TestRun(t *testing.T) {
 		wantErr string
 		before  func(t *testing.T)
 	}{
-		{name: "cold", args: common, want: []string{"built " + images.PauseRef(), "built " + images.CoreDNSRef(), "built " + images.AgnhostRef()}},
-		{name: "warm", args: common, before: sameTimes(dir), want: []string{"up-to-date " + images.PauseRef(), "up-to-date " + images.CoreDNSRef(), "up-to-date " + images.AgnhostRef()}},
+		{name: "cold", args: common, want: prefixed("built ", allRefs)},
+		{name: "warm", args: common, before: sameTimes(dir), want: prefixed("up-to-date ", allRefs)},
 		{name: "forced by name", args: append(append([]string{}, common...), "-force", "coredns"), want: []string{"built " + images.CoreDNSRef()}},
-		{name: "unknown name", args: append(append([]string{}, common...), "pause", "nope"), wantErr: "unknown image nope; known: pause, coredns, agnhost"},
+		{name: "unknown name", args: append(append([]string{}, common...), "pause", "nope"), wantErr: "unknown image nope; known: pause, coredns, agnhost, local-path-provisioner, busybox"},
 		{name: "no busybox", args: []string{"-bin-dir", binDir, "-out", t.TempDir(), "-busybox", filepath.Join(dir, "none"), "agnhost"}, wantErr: images.BusyboxPackage},
 	}
 	for _, s := range steps {
@@ -67,6 +68,15 @@ func TestRun(t *testing.T) {
 			}
 		}
 	}
+}
+
+// prefixed returns each of refs after prefix.
+func prefixed(prefix string, refs []string) []string {
+	var out []string
+	for _, r := range refs {
+		out = append(out, prefix+r)
+	}
+	return out
 }
 
 // sameTimes gives every file under dir one modification time, as the

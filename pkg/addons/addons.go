@@ -1,5 +1,5 @@
 // Package addons is the table of the workloads kubernix can deploy into a
-// cluster once its nodes are Ready (CoreDNS today). An addon is a
+// cluster once its nodes are Ready (CoreDNS, local-path storage). An addon is a
 // manifest template under manifests/ plus one entry in Table: the
 // table drives the --addons validation and help, the components `up`
 // registers (apply the manifest, wait for the Deployment), and `status`.
@@ -8,6 +8,7 @@ package addons
 import (
 	"bytes"
 	"embed"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -46,6 +47,11 @@ var Table = []Addon{
 		Manifest: "coredns.yaml.tmpl", Images: []string{"coredns"},
 		Deployment: "kube-system/coredns", Default: true,
 	},
+	{
+		Name: "local-path-storage", Help: "default StorageClass standard, node-local volumes in the state dir",
+		Manifest: "local-path.yaml.tmpl", Images: []string{"local-path-provisioner", "busybox"},
+		Deployment: "local-path-storage/local-path-provisioner", Default: true,
+	},
 }
 
 // Params are what a manifest is rendered from.
@@ -54,10 +60,22 @@ type Params struct {
 	ClusterDomain string
 	// DNSIP is the cluster DNS Service's IP (the kubelets' clusterDNS).
 	DNSIP netip.Addr
+	// Volumes are the nodes' directories for local-path-storage's
+	// volumes, one per node.
+	Volumes []NodeDir
 	// Images maps a built-in image's name to its reference, e.g.
 	// "coredns" -> "registry.k8s.io/coredns/coredns:v1.14.6"; filled by
 	// Render.
 	Images map[string]string
+}
+
+// NodeDir is a directory of one node.
+type NodeDir struct {
+	// Node is the node's name.
+	Node string
+	// Dir is the directory's absolute path, the same on the host and in
+	// the node's sandbox.
+	Dir string
 }
 
 // Lookup returns the addon named.
@@ -99,6 +117,13 @@ func Help() string {
 	return strings.Join(out, ", ")
 }
 
+// funcs are the manifests' template functions: json renders a value as
+// JSON (a string quoted and escaped), e.g. in a ConfigMap's JSON file.
+var funcs = template.FuncMap{"json": func(v any) (string, error) {
+	b, err := json.Marshal(v)
+	return string(b), err
+}}
+
 // Render returns a's manifest for p. It errors when a built-in image it
 // names is unknown or the template fails (a missing key included).
 func (a Addon) Render(p Params) ([]byte, error) {
@@ -110,7 +135,7 @@ func (a Addon) Render(p Params) ([]byte, error) {
 		}
 		p.Images[name] = b.Ref
 	}
-	t, err := template.New(a.Manifest).Option("missingkey=error").ParseFS(manifests, "manifests/"+a.Manifest)
+	t, err := template.New(a.Manifest).Option("missingkey=error").Funcs(funcs).ParseFS(manifests, "manifests/"+a.Manifest)
 	if err != nil {
 		return nil, fmt.Errorf("addon %s: parse manifest: %w", a.Name, err)
 	}

@@ -1,7 +1,9 @@
 package addons
 
 import (
+	"encoding/json"
 	"net/netip"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -63,5 +65,65 @@ func TestRenderErrors(t *testing.T) {
 		if _, err := a.Render(Params{}); err == nil || !strings.Contains(err.Error(), a.Name) {
 			t.Errorf("%s: error %v, want one naming the addon", a.Name, err)
 		}
+	}
+}
+
+// TestLocalPathConfig checks the local-path-storage ConfigMap's
+// config.json: valid JSON mapping each node to its volumes dir, whatever
+// characters the paths hold.
+func TestLocalPathConfig(t *testing.T) {
+	a, ok := Lookup("local-path-storage")
+	if !ok {
+		t.Fatal("no addon local-path-storage")
+	}
+	tests := []struct {
+		name string
+		dirs []NodeDir
+	}{
+		{"one node", []NodeDir{{Node: "kubernix-node-0", Dir: "/var/lib/kubernix/kubernix/nodes/kubernix-node-0/volumes"}}},
+		{"two nodes, odd paths", []NodeDir{
+			{Node: "a-node-0", Dir: `/tmp/with "quotes"/a-node-0/volumes`},
+			{Node: "a-node-1", Dir: `/tmp/back\slash: colon/a-node-1/volumes`},
+		}},
+	}
+	type nodePath struct {
+		Node  string   `json:"node"`
+		Paths []string `json:"paths"`
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b, err := a.Render(Params{ClusterDomain: "cluster.local", DNSIP: netip.MustParseAddr("10.96.0.10"), Volumes: tt.dirs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var cm struct {
+				Kind     string                `json:"kind"`
+				Metadata struct{ Name string } `json:"metadata"`
+				Data     map[string]string     `json:"data"`
+			}
+			found := false
+			for _, doc := range strings.Split(string(b), "\n---\n") {
+				if err := yaml.Unmarshal([]byte(doc), &cm); err != nil || cm.Kind != "ConfigMap" || cm.Metadata.Name != "local-path-config" {
+					continue
+				}
+				found = true
+				var cfg struct {
+					NodePathMap []nodePath `json:"nodePathMap"`
+				}
+				if err := json.Unmarshal([]byte(cm.Data["config.json"]), &cfg); err != nil {
+					t.Fatalf("config.json: %v\n%s", err, cm.Data["config.json"])
+				}
+				var want []nodePath
+				for _, d := range tt.dirs {
+					want = append(want, nodePath{Node: d.Node, Paths: []string{d.Dir}})
+				}
+				if !reflect.DeepEqual(cfg.NodePathMap, want) {
+					t.Errorf("nodePathMap = %+v, want %+v", cfg.NodePathMap, want)
+				}
+			}
+			if !found {
+				t.Fatal("no ConfigMap local-path-config in the manifest")
+			}
+		})
 	}
 }

@@ -175,7 +175,7 @@ func describeAddons(p *Plan) ([]components.Description, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: --addons: unknown addon %q", config.ErrInvalid, name)
 		}
-		manifest, err := a.Render(addons.Params{ClusterDomain: p.Cfg.ClusterDomain, DNSIP: p.Net.DNSServiceIP()})
+		manifest, err := a.Render(p.addonParams())
 		if err != nil {
 			return nil, err
 		}
@@ -187,6 +187,15 @@ func describeAddons(p *Plan) ([]components.Description, error) {
 			Summary: "wait until Deployment " + a.Deployment + " is Available with its pods Ready since this up began"})
 	}
 	return out, nil
+}
+
+// addonParams are what the addons' manifests are rendered from.
+func (p *Plan) addonParams() addons.Params {
+	ap := addons.Params{ClusterDomain: p.Cfg.ClusterDomain, DNSIP: p.Net.DNSServiceIP()}
+	for _, nd := range p.Nodes {
+		ap.Volumes = append(ap.Volumes, addons.NodeDir{Node: nd.Name, Dir: p.Paths.Node(nd.Name).Volumes()})
+	}
+	return ap
 }
 
 // manifestSuffix names an addon's manifest task: "<addon>-manifest".

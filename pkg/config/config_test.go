@@ -5,10 +5,13 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
+
+	"github.com/kubernix/kubernix/pkg/addons"
 )
 
 func TestSubnet(t *testing.T) {
@@ -148,7 +151,7 @@ func TestLoadPrecedence(t *testing.T) {
 		check func(Config) string
 	}{
 		{"defaults", nil, nil, func(c Config) string {
-			if c.Nodes != 1 || c.Name != "kubernix" || c.CIDR != DefaultCIDR || len(c.Addons) != 1 {
+			if c.Nodes != 1 || c.Name != "kubernix" || c.CIDR != DefaultCIDR || !slices.Equal(c.Addons, addons.Defaults()) {
 				return "defaults not applied"
 			}
 			return ""

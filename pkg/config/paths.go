@@ -100,6 +100,10 @@ func (n NodePaths) KubeletConfig() string { return filepath.Join(n.Dir, "kubelet
 // PodLogs is the kubelet's podLogsDir.
 func (n NodePaths) PodLogs() string { return filepath.Join(n.Dir, "pod-logs") }
 
+// Volumes holds the node's local-path-storage volumes, one directory
+// each, made and removed with their PersistentVolumes; kept on down.
+func (n NodePaths) Volumes() string { return filepath.Join(n.Dir, "volumes") }
+
 // CNIConf is the CNI configuration directory of the node.
 func (n NodePaths) CNIConf() string { return filepath.Join(n.Dir, "cni", "net.d") }
 

@@ -135,7 +135,10 @@ type entry struct {
 func layerEntries(b Builtin, binDir string) ([]entry, error) {
 	byName := map[string]*entry{}
 
-	files := append([]File{{Path: b.Path, Binary: b.Binary}}, b.Extra...)
+	files := b.Extra
+	if b.Binary != "" {
+		files = append([]File{{Path: b.Path, Binary: b.Binary}}, b.Extra...)
+	}
 	for _, f := range files {
 		e, err := fileEntry(f, binDir)
 		if err != nil {

@@ -33,7 +33,9 @@ func fakeInputs(t *testing.T) (string, []Builtin) {
 	writeFile(t, busybox, "fake busybox\n")
 	var bs []Builtin
 	for _, b := range Builtins() {
-		writeFile(t, filepath.Join(binDir, b.Binary), "fake "+b.Binary+" binary\n")
+		if b.Binary != "" {
+			writeFile(t, filepath.Join(binDir, b.Binary), "fake "+b.Binary+" binary\n")
+		}
 		bs = append(bs, b.WithSource(BusyboxSource, busybox))
 	}
 	return binDir, bs
@@ -97,12 +99,15 @@ func readImage(t *testing.T, p, ref string) (v1.Image, []layerEntry) {
 
 func TestBuiltins(t *testing.T) {
 	tests := []struct {
-		name, ref, binary, path, fileName string
-		cmd                               []string
+		name, ref, binary, path, fileName, entrypoint string
+		cmd                                           []string
 	}{
-		{"pause", PauseRef(), "pause", "/pause", "pause.tar", nil},
-		{"coredns", CoreDNSRef(), "coredns", "/coredns", "coredns.tar", nil},
-		{"agnhost", AgnhostRef(), "agnhost", "/agnhost", "agnhost.tar", []string{"pause"}},
+		{"pause", PauseRef(), "pause", "/pause", "pause.tar", "/pause", nil},
+		{"coredns", CoreDNSRef(), "coredns", "/coredns", "coredns.tar", "/coredns", nil},
+		{"agnhost", AgnhostRef(), "agnhost", "/agnhost", "agnhost.tar", "/agnhost", []string{"pause"}},
+		{"local-path-provisioner", LocalPathProvisionerRef(), "local-path-provisioner", "/usr/bin/local-path-provisioner",
+			"local-path-provisioner.tar", "/usr/bin/local-path-provisioner", nil},
+		{"busybox", BusyboxRef(), "", "", "busybox.tar", "/bin/sh", nil},
 	}
 	all := Builtins()
 	if len(all) != len(tests) {
@@ -120,7 +125,7 @@ func TestBuiltins(t *testing.T) {
 			if b.Ref != tt.ref || b.Binary != tt.binary || b.Path != tt.path {
 				t.Errorf("got ref %q binary %q path %q, want %q %q %q", b.Ref, b.Binary, b.Path, tt.ref, tt.binary, tt.path)
 			}
-			if want := []string{tt.path}; !slices.Equal(b.Entrypoint, want) {
+			if want := []string{tt.entrypoint}; !slices.Equal(b.Entrypoint, want) {
 				t.Errorf("entrypoint %q, want %q", b.Entrypoint, want)
 			}
 			if !slices.Equal(b.Cmd, tt.cmd) {
@@ -199,26 +204,34 @@ func TestBuild(t *testing.T) {
 				t.Errorf("layer entries not sorted: %q", names)
 			}
 
-			bin := strings.TrimPrefix(b.Path, "/")
-			checkFile(t, byName, bin, 0o755, "fake "+b.Binary+" binary\n")
-			if b.Name != "agnhost" {
-				if len(entries) != 1 {
-					t.Errorf("layer has %q, want only %q", names, bin)
+			switch b.Name {
+			case "agnhost":
+				checkFile(t, byName, "agnhost", 0o755, "fake agnhost binary\n")
+				checkFile(t, byName, "coredns", 0o755, "fake coredns binary\n")
+				checkDir(t, byName, "uploads/", 0o755)
+				if e := byName["agnhost-2"]; e.hdr == nil || e.hdr.Typeflag != tar.TypeSymlink || e.hdr.Linkname != "agnhost" {
+					t.Errorf("/agnhost-2 is not a symlink to agnhost: %+v", e.hdr)
+				}
+			case "busybox":
+				if _, ok := byName["agnhost"]; ok {
+					t.Error("busybox has /agnhost")
+				}
+			default:
+				bin := strings.TrimPrefix(b.Path, "/")
+				checkFile(t, byName, bin, 0o755, "fake "+b.Binary+" binary\n")
+				if want := strings.Count(bin, "/") + 1; len(entries) != want { // the binary and its parents
+					t.Errorf("layer has %q, want only %q and its parent directories", names, bin)
 				}
 				return
 			}
 
+			// agnhost and busybox: busybox's files.
 			checkFile(t, byName, "bin/busybox", 0o755, "fake busybox\n")
-			checkFile(t, byName, "coredns", 0o755, "fake coredns binary\n")
-			checkDir(t, byName, "uploads/", 0o755)
-			if e := byName["agnhost-2"]; e.hdr == nil || e.hdr.Typeflag != tar.TypeSymlink || e.hdr.Linkname != "agnhost" {
-				t.Errorf("/agnhost-2 is not a symlink to agnhost: %+v", e.hdr)
-			}
 			checkDir(t, byName, "bin/", 0o755)
 			checkDir(t, byName, "etc/", 0o755)
 			checkDir(t, byName, "tmp/", 0o777|fs.ModeSticky)
 			checkFile(t, byName, "etc/passwd", 0o644, "")
-			for _, applet := range []string{"sh", "nslookup", "nc", "cat", "ls", "sleep", "echo", "ip"} {
+			for _, applet := range []string{"sh", "nslookup", "nc", "cat", "ls", "sleep", "echo", "ip", "mkdir", "rm", "chmod"} {
 				e, ok := byName["bin/"+applet]
 				if !ok {
 					t.Errorf("no /bin/%s", applet)
@@ -277,7 +290,7 @@ func TestBuildDeterministic(t *testing.T) {
 				if i > 0 {
 					// A new mtime on the input must not change the image.
 					later := time.Now().Add(time.Hour)
-					if err := os.Chtimes(filepath.Join(binDir, b.Binary), later, later); err != nil {
+					if err := os.Chtimes(b.Inputs(binDir)[0], later, later); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -406,6 +419,19 @@ func TestValidate(t *testing.T) {
 				*b = Builtin{Name: "a/b", Ref: "x", Binary: "../x", Path: "x"}
 			},
 			want: []string{`name "a/b"`, "ref", `binary "../x"`, `path: "x" is not absolute`, "entrypoint: empty"},
+		},
+		{
+			name: "extra files only",
+			change: func(b *Builtin) {
+				b.Binary, b.Path, b.Extra = "", "", []File{{Path: "/x", Content: []byte("x")}}
+			},
+		},
+		{
+			name: "binary without path",
+			change: func(b *Builtin) {
+				b.Path = ""
+			},
+			want: []string{`path: "" is not absolute`},
 		},
 		{
 			name: "ref without tag",
@@ -560,6 +586,21 @@ func TestBusyboxApplets(t *testing.T) {
 		if !have[a] {
 			t.Errorf("applet %q is not in `%s --list`", a, BusyboxSource)
 		}
+	}
+}
+
+// TestBusyboxVersion checks that the busybox image's tag, BUSYBOX_VERSION
+// of assets/versions.env, is the version of the host's busybox it is made
+// from.
+func TestBusyboxVersion(t *testing.T) {
+	if _, err := os.Stat(BusyboxSource); err != nil {
+		t.Skipf("no %s (apt-get install -y %s) to check the version of: %v", BusyboxSource, BusyboxPackage, err)
+	}
+	out, _ := exec.Command(BusyboxSource).Output() // without an applet it prints its banner and exits 1
+	want := "BusyBox v" + strings.TrimPrefix(BusyboxRef(), "docker.io/library/busybox:") + " "
+	if !strings.HasPrefix(string(out), want) {
+		first, _, _ := strings.Cut(string(out), "\n")
+		t.Errorf("%s says %q, want %q...: set BUSYBOX_VERSION in assets/versions.env", BusyboxSource, first, want)
 	}
 }
 

@@ -31,14 +31,16 @@ const BusyboxSource = "/bin/busybox"
 const BusyboxPackage = "busybox-static"
 
 // Builtin describes one built-in image: a static binary from the bin dir
-// placed at Path, plus Extra files.
+// placed at Path, plus Extra files. An image without Binary and Path is
+// made of its Extra files only (busybox).
 type Builtin struct {
 	// Name is the short name, e.g. "pause"; it names the tarball (FileName).
 	Name string
 	// Ref is the fully qualified reference the image is tagged with, e.g.
 	// "registry.k8s.io/pause:3.10.2".
 	Ref string
-	// Binary is the file name of the static binary in the bin dir.
+	// Binary is the file name of the static binary in the bin dir; empty
+	// with Path for an image of Extra files only.
 	Binary string
 	// Path is where the binary goes in the image, e.g. "/pause".
 	Path string
@@ -98,8 +100,23 @@ func AgnhostRef() string {
 	return "registry.k8s.io/e2e-test-images/agnhost:" + assets.Version("AGNHOST_VERSION")
 }
 
+// LocalPathProvisionerRef is the reference of the local-path-storage
+// addon's provisioner image under Rancher's name for it, tagged with
+// LOCAL_PATH_PROVISIONER_VERSION of assets/versions.env (the version the
+// Makefile builds), e.g. "docker.io/rancher/local-path-provisioner:v0.0.30".
+func LocalPathProvisionerRef() string {
+	return "docker.io/rancher/local-path-provisioner:" + assets.Version("LOCAL_PATH_PROVISIONER_VERSION")
+}
+
+// BusyboxRef is the reference of the built-in busybox image (the
+// local-path-storage addon's helper pods run its shell), tagged with
+// BUSYBOX_VERSION of assets/versions.env (the version of Debian's
+// busybox-static), e.g. "docker.io/library/busybox:1.35.0".
+func BusyboxRef() string { return "docker.io/library/busybox:" + assets.Version("BUSYBOX_VERSION") }
+
 // Builtins returns the built-in images, in a fixed order: pause, coredns,
-// agnhost. The slice is new on every call; callers may change it.
+// agnhost, local-path-provisioner, busybox. The slice is new on every call;
+// callers may change it.
 func Builtins() []Builtin {
 	return []Builtin{
 		{
@@ -128,6 +145,22 @@ func Builtins() []Builtin {
 			Cmd:        []string{"pause"},
 			Extra:      agnhostExtra(),
 		},
+		{
+			// Upstream puts it in /usr/bin of an alpine image; nothing
+			// else of alpine is used.
+			Name:       "local-path-provisioner",
+			Ref:        LocalPathProvisionerRef(),
+			Binary:     "local-path-provisioner",
+			Path:       "/usr/bin/local-path-provisioner",
+			Entrypoint: []string{"/usr/bin/local-path-provisioner"},
+		},
+		{
+			// Like upstream busybox it runs sh by default.
+			Name:       "busybox",
+			Ref:        BusyboxRef(),
+			Entrypoint: []string{"/bin/sh"},
+			Extra:      busyboxFiles(),
+		},
 	}
 }
 
@@ -141,8 +174,8 @@ func Lookup(name string) (Builtin, bool) {
 	return Builtin{}, false
 }
 
-// BusyboxApplets returns the applets the agnhost image links to
-// /bin/busybox. Each is in `busybox --list` of Debian bookworm's
+// BusyboxApplets returns the applets the agnhost and busybox images link
+// to /bin/busybox. Each is in `busybox --list` of Debian bookworm's
 // busybox-static 1.35. wget is left out: that static build crashes
 // (SIGSEGV) resolving a URL's host without glibc's NSS modules, which no
 // scratch image has; use nc, or agnhost's own clients.
@@ -161,15 +194,23 @@ func BusyboxApplets() []string {
 }
 
 // agnhostExtra is what the e2e tests expect in agnhost besides the agnhost
-// binary: busybox with its applet links; /agnhost-2, which the entrypoint
-// tests run to tell an overridden entrypoint apart; /coredns, which the DNS
-// tests run as a server; /uploads for netexec; /tmp; and the passwd and
-// group files that tools like id and whoami read.
+// binary: /agnhost-2, which the entrypoint tests run to tell an overridden
+// entrypoint apart; /coredns, which the DNS tests run as a server; /uploads
+// for netexec; and busybox's files (busyboxFiles).
 func agnhostExtra() []File {
 	files := []File{
 		{Path: "/agnhost-2", Link: "agnhost"},
 		{Path: "/coredns", Binary: "coredns"},
 		{Path: "/uploads", Dir: true},
+	}
+	return append(files, busyboxFiles()...)
+}
+
+// busyboxFiles are /bin/busybox (from BusyboxSource) with its applet links
+// (BusyboxApplets), the passwd and group files that tools like id and
+// whoami read, /root and /tmp.
+func busyboxFiles() []File {
+	files := []File{
 		{Path: "/bin/busybox", Source: BusyboxSource, Package: BusyboxPackage},
 		{Path: "/etc/passwd", Mode: 0o644, Content: []byte(
 			"root:x:0:0:root:/root:/bin/sh\n" +
@@ -201,10 +242,13 @@ func (b Builtin) Tag() (name.Tag, error) {
 	return tag, nil
 }
 
-// Inputs returns the host files the image is built from: the binary in binDir,
-// then every Extra Binary (in binDir) or Source, in order.
+// Inputs returns the host files the image is built from: the binary in binDir
+// (if any), then every Extra Binary (in binDir) or Source, in order.
 func (b Builtin) Inputs(binDir string) []string {
-	inputs := []string{filepath.Join(binDir, b.Binary)}
+	var inputs []string
+	if b.Binary != "" {
+		inputs = append(inputs, filepath.Join(binDir, b.Binary))
+	}
 	for _, f := range b.Extra {
 		switch {
 		case f.Binary != "":
@@ -240,16 +284,19 @@ func (b Builtin) Validate() error {
 	if _, err := b.Tag(); err != nil {
 		errs = append(errs, err)
 	}
-	if err := checkBinary(b.Binary); err != nil {
-		errs = append(errs, err)
-	}
-	if err := checkImagePath(b.Path); err != nil {
-		errs = append(errs, fmt.Errorf("path: %w", err))
+	seen := map[string]bool{}
+	if b.Binary != "" || b.Path != "" {
+		if err := checkBinary(b.Binary); err != nil {
+			errs = append(errs, err)
+		}
+		if err := checkImagePath(b.Path); err != nil {
+			errs = append(errs, fmt.Errorf("path: %w", err))
+		}
+		seen[path.Clean(b.Path)] = true
 	}
 	if len(b.Entrypoint) == 0 {
 		errs = append(errs, errors.New("entrypoint: empty"))
 	}
-	seen := map[string]bool{path.Clean(b.Path): true}
 	for _, f := range b.Extra {
 		if err := f.validate(); err != nil {
 			errs = append(errs, fmt.Errorf("extra file %q: %w", f.Path, err))

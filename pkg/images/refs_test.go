@@ -2,6 +2,7 @@ package images_test
 
 import (
 	"net/netip"
+	"slices"
 	"strings"
 	"testing"
 
@@ -26,8 +27,10 @@ func TestBuiltinRefsMatchComponents(t *testing.T) {
 		component string
 	}{
 		{"pause", "PAUSE_VERSION", cluster.SandboxImage()},
-		{"coredns", "COREDNS_VERSION", addonImage(t, "coredns")},
+		{"coredns", "COREDNS_VERSION", addonImage(t, "coredns", "coredns/coredns")},
 		{"agnhost", "AGNHOST_VERSION", ""},
+		{"local-path-provisioner", "LOCAL_PATH_PROVISIONER_VERSION", addonImage(t, "local-path-storage", "rancher/local-path-provisioner")},
+		{"busybox", "BUSYBOX_VERSION", addonImage(t, "local-path-storage", "library/busybox")},
 	}
 	if n := len(images.Builtins()); n != len(tests) {
 		t.Fatalf("Builtins() has %d images, the test knows %d: add the new one here", n, len(tests))
@@ -56,9 +59,10 @@ func TestBuiltinRefsMatchComponents(t *testing.T) {
 	}
 }
 
-// addonImage returns the image the addon's rendered manifest runs (its
-// one "image:" line).
-func addonImage(t *testing.T, name string) string {
+// addonImage returns the image of repository repo (e.g.
+// "coredns/coredns") that the addon's rendered manifest runs (its
+// "image:" lines).
+func addonImage(t *testing.T, name, repo string) string {
 	t.Helper()
 	a, ok := addons.Lookup(name)
 	if !ok {
@@ -70,12 +74,12 @@ func addonImage(t *testing.T, name string) string {
 	}
 	var refs []string
 	for _, line := range strings.Split(string(b), "\n") {
-		if ref, ok := strings.CutPrefix(strings.TrimSpace(line), "image: "); ok {
+		if ref, ok := strings.CutPrefix(strings.TrimSpace(line), "image: "); ok && strings.Contains(ref, "/"+repo+":") {
 			refs = append(refs, ref)
 		}
 	}
-	if len(refs) != 1 {
-		t.Fatalf("addon %s runs images %q, want one", name, refs)
+	if len(slices.Compact(refs)) != 1 {
+		t.Fatalf("addon %s runs images %q of %s, want one", name, refs, repo)
 	}
 	return refs[0]
 }

@@ -374,6 +374,32 @@ func TestRootlessMissingPrerequisite(t *testing.T) {
 	}
 }
 
+// rootlessCluster is a cluster an ordinary user runs in the default
+// state dir.
+type rootlessCluster struct {
+	u                 *rootlessUser
+	name, kctx, state string
+}
+
+// newRootlessCluster creates the user userName with the host prepared for
+// rootless clusters (subordinate IDs, /dev/net/tun, delegated cgroups),
+// and names the user's cluster name (keep it short: the default state
+// dir is long, and socket paths are limited). The cluster is brought down
+// when the test ends.
+func newRootlessCluster(t *testing.T, userName, name string) *rootlessCluster {
+	u := newRootlessUser(t, userName)
+	u.addSubIDs()
+	u.openTun()
+	u.delegateCgroups()
+	t.Cleanup(func() {
+		if out, code := u.kubernix(context.Background(), "down", "--name", name); code != 0 {
+			t.Logf("cleanup down exited %d:\n%s", code, out)
+		}
+	})
+	return &rootlessCluster{u: u, name: name, kctx: "kubernix-" + name,
+		state: filepath.Join(u.home, ".local", "share", "kubernix", name)}
+}
+
 // TestRootless prepares the host as a laptop comes prepared for rootless
 // containers (an ordinary user with subordinate IDs, /dev/net/tun usable,
 // a delegated cgroup subtree), then as that user: `kubernix up --detach`,
@@ -381,20 +407,10 @@ func TestRootlessMissingPrerequisite(t *testing.T) {
 // kubectl exec, `kubernix down`, and nothing left behind: no process, no
 // cgroup below the delegated subtree, no kubeconfig context, no network.
 func TestRootless(t *testing.T) {
-	u := newRootlessUser(t, "kxrootless")
-	u.addSubIDs()
-	u.openTun()
-	u.delegateCgroups()
-	const name = "e2e-rl" // short: the user's default state dir is long, and socket paths are limited
-	kctx := "kubernix-" + name
-	state := filepath.Join(u.home, ".local", "share", "kubernix", name)
+	rc := newRootlessCluster(t, "kxrootless", "e2e-rl")
+	u, name, kctx, state := rc.u, rc.name, rc.kctx, rc.state
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	t.Cleanup(func() {
-		if out, code := u.kubernix(context.Background(), "down", "--name", name); code != 0 {
-			t.Logf("cleanup down exited %d:\n%s", code, out)
-		}
-	})
 
 	out, code := u.kubernix(ctx, "up", "--detach", "--name", name, "--cidr", "10.205.0.0/16")
 	if code != 0 {
