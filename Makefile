@@ -23,7 +23,7 @@ BUNDLE_DEPS := bundle/go.mod bundle/go.sum assets/versions.env
 # The multi-call binary's names: `make bins` links each to it.
 KUBE_NAMES := etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy
 UPSTREAM   := $(BIN)/kube $(BIN)/kubectl $(BIN)/agnhost $(BIN)/containerd \
-	$(BIN)/containerd-shim-runc-v2 $(BIN)/crictl $(BIN)/coredns $(BIN)/pause
+	$(BIN)/containerd-shim-runc-v2 $(BIN)/crictl $(BIN)/coredns $(BIN)/pause $(BIN)/registry
 KUBERNIX_SRC := $(shell find cmd pkg assets images -type f 2>/dev/null) go.mod go.sum
 
 .PHONY: all deps bins images build up down test unit integration bench doctor clean fmt vet vet-bundle
@@ -64,6 +64,12 @@ $(BIN)/crictl: assets/versions.env
 
 $(BIN)/coredns: assets/versions.env
 	GOBIN=$(BIN) $(GO) install -ldflags '-s -w' github.com/coredns/coredns@$(COREDNS_VERSION)
+	touch $@
+
+REGISTRY_PKG := github.com/distribution/distribution/v3
+$(BIN)/registry: assets/versions.env
+	GOBIN=$(BIN) $(GO) install -ldflags '-s -w -X $(REGISTRY_PKG)/version.version=$(REGISTRY_VERSION)' \
+		$(REGISTRY_PKG)/cmd/registry@$(REGISTRY_VERSION)
 	touch $@
 
 $(BIN)/pause: $(wildcard images/pause/*.go)

@@ -145,7 +145,8 @@ type HostPort struct {
 // HostPorts lists the ports of cfg's cluster that bind in the caller's
 // network namespace: the control plane's on the bridge address (etcd
 // client and peer, kube-apiserver, kube-controller-manager and
-// kube-scheduler secure ports), and with the process executor also the
+// kube-scheduler secure ports, the local registry's there and, as root,
+// on 127.0.0.1), and with the process executor also the
 // node's kubelet and kube-proxy ports (its node IP is the bridge address);
 // sandboxed nodes bind theirs in their own namespaces. The ports come from
 // the component packages.
@@ -163,6 +164,7 @@ func HostPorts(cfg config.Config) []HostPort {
 		{"kube-scheduler", ip, scheduler.SecurePort, ""},
 	}
 	_, rootless := ReadRootless(cfg.Paths())
+	ports = append(ports, registryPorts(ip, cfg.RegistryPort, !rootless)...)
 	if node.HostNetwork(cfg.EffectiveExecutor(rootless)) {
 		ports = append(ports,
 			HostPort{"kubelet", ip, kubelet.Port, ""},
