@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/pelletier/go-toml/v2"
 )
 
@@ -87,24 +88,91 @@ func TestRegistryPortInUse(t *testing.T) {
 	}
 }
 
+// TestRegistryRootless is TestRegistry reduced, rootless: as an ordinary
+// user, a 1-node cluster; an image pushed from the host (root here) to
+// localhost:<port>, which is rootlesskit's port forward to the registry in
+// the user's namespaces, runs with imagePullPolicy: Always.
+func TestRegistryRootless(t *testing.T) {
+	u := newRootlessUser(t, "kxrlregistry")
+	u.addSubIDs()
+	u.openTun()
+	u.delegateCgroups()
+	const name = "rg-rl"
+	kctx := "kubernix-" + name
+	state := filepath.Join(u.home, ".local", "share", "kubernix", name)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	t.Cleanup(func() {
+		if out, code := u.kubernix(context.Background(), "down", "--name", name); code != 0 {
+			t.Logf("cleanup down exited %d:\n%s", code, out)
+		}
+	})
+	if out, code := u.kubernix(ctx, "up", "--detach", "--name", name, "--cidr", "10.167.0.0/16"); code != 0 {
+		log, _ := os.ReadFile(filepath.Join(state, "logs", "supervisor", "supervisor.log"))
+		t.Fatalf("up --detach as %s exited %d:\n%s\nsupervisor log:\n%s", u.name, code, out, log)
+	}
+	ref := fmt.Sprintf("localhost:%d/e2e/app:rootless", registryPort(t, state))
+	base, err := tarball.ImageFromPath(filepath.Join(u.binDir, "..", "images", "agnhost.tar"), nil)
+	if err != nil {
+		t.Fatalf("read the built-in agnhost image (make images): %v", err)
+	}
+	img := testImage(t, base, ref, "rootless")
+	pushImage(t, img)
+	manifest := filepath.Join(u.home, "registry-pod.yaml")
+	if err := os.WriteFile(manifest, []byte(podPulling("app", name+"-node-0", ref)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u.mustKubectl(ctx, kctx, "apply", "-f", manifest)
+	if _, err := u.kubectl(ctx, kctx, "wait", "--for=condition=Ready", "pod/app", "--timeout=120s"); err != nil {
+		desc, _ := u.kubectl(ctx, kctx, "describe", "pod", "app")
+		t.Fatalf("%s rootless: %v\n%s", ref, err, desc)
+	}
+	if id := u.mustKubectl(ctx, kctx, "get", "pod", "app", "-o", "jsonpath={.status.containerStatuses[0].imageID}"); !strings.HasSuffix(id, "@"+img.digest) {
+		t.Errorf("pod runs %s, want the pushed %s", id, img.digest)
+	}
+}
+
 // registryPort is the local registry's port the running cluster chose, as
 // recorded in its effective config.
 func (e *env) registryPort() int {
 	e.t.Helper()
-	b, err := os.ReadFile(filepath.Join(e.stateDir, "kubernix.toml"))
+	return registryPort(e.t, e.stateDir)
+}
+
+// registryPort is the registry port recorded in the state dir's
+// kubernix.toml.
+func registryPort(t *testing.T, stateDir string) int {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(stateDir, "kubernix.toml"))
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
 	var cfg struct {
 		RegistryPort int `toml:"registry_port"`
 	}
 	if err := toml.Unmarshal(b, &cfg); err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
 	if cfg.RegistryPort == 0 {
-		e.t.Fatal("kubernix.toml records no registry_port")
+		t.Fatal("kubernix.toml records no registry_port")
 	}
 	return cfg.RegistryPort
+}
+
+// podPulling is a pod running ref on node with imagePullPolicy: Always.
+func podPulling(pod, node, ref string) string {
+	return fmt.Sprintf(`apiVersion: v1
+kind: Pod
+metadata: {name: %s, namespace: default}
+spec:
+  nodeName: %s
+  terminationGracePeriodSeconds: 1
+  containers:
+    - name: app
+      image: %s
+      imagePullPolicy: Always
+      args: ["pause"]
+`, pod, node, ref)
 }
 
 // pushImage pushes img to its ref from the host, as a user's crane would.
@@ -123,18 +191,7 @@ func (e *env) runPulled(ctx context.Context, nodes []string, ref, digest string)
 	for i, n := range nodes {
 		pod := "app-" + strconv.Itoa(i)
 		e.mustKubectl(ctx, "delete", "pod", pod, "--ignore-not-found", "--wait=true")
-		e.apply(ctx, fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata: {name: %s, namespace: default}
-spec:
-  nodeName: %s
-  terminationGracePeriodSeconds: 1
-  containers:
-    - name: app
-      image: %s
-      imagePullPolicy: Always
-      args: ["pause"]
-`, pod, n, ref))
+		e.apply(ctx, podPulling(pod, n, ref))
 	}
 	for i, n := range nodes {
 		pod := "app-" + strconv.Itoa(i)
