@@ -27,7 +27,8 @@ import (
 //     another cluster) overlaps the cluster's ranges, which Setup would
 //     refuse later (see network.Setup);
 //   - every fixed TCP port the cluster listens on in this namespace
-//     (HostPorts) is free on its address.
+//     (HostPorts) is free on its address, and no two of them are the same
+//     (clashProblems).
 //
 // What the cluster itself left behind (its bridge and routes, listeners
 // of the processes recorded in its state dir, e.g. after a killed
@@ -47,6 +48,7 @@ func Preflight(cfg config.Config) error {
 		return fmt.Errorf("check the host's addresses and routes: %w", err)
 	}
 	errs = append(errs, netErrs...)
+	errs = append(errs, clashProblems(HostPorts(cfg))...)
 	ours := recordedPIDs(cfg.Paths())
 	for _, hp := range HostPorts(cfg) {
 		if err := portProblem(hp, ours); err != nil {
@@ -174,6 +176,25 @@ func HostPorts(cfg config.Config) []HostPort {
 		)
 	}
 	return ports
+}
+
+// clashProblems returns an error for each port of ports that a port with
+// a flag (--registry-port, say) shares with another component on the same
+// address, naming the flag.
+func clashProblems(ports []HostPort) []error {
+	var errs []error
+	for i, hp := range ports {
+		if hp.Flag == "" {
+			continue
+		}
+		for j, other := range ports {
+			if j != i && other.Port == hp.Port && other.IP == hp.IP && other.Flag != hp.Flag {
+				errs = append(errs, fmt.Errorf("%s %d: %s listens there too; choose another", hp.Flag, hp.Port, other.Component))
+				break
+			}
+		}
+	}
+	return errs
 }
 
 // portProblem returns an error naming hp, the listener that takes it (its

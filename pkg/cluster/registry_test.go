@@ -63,3 +63,33 @@ func TestChooseRegistryPortOn(t *testing.T) {
 		t.Errorf("ChooseRegistryPortOn(0) = %d, %v; want 0, nil", got, err)
 	}
 }
+
+// TestClashProblems: a port moved by a flag onto another component's port
+// on the same address is refused, naming the flag.
+func TestClashProblems(t *testing.T) {
+	tests := []struct {
+		name     string
+		registry int
+		want     []string
+	}{
+		{"default", 5001, nil},
+		{"on etcd's client port", 2379, []string{"--registry-port 2379: etcd (client) listens there too; choose another"}},
+		{"on the scheduler's port", 10259, []string{"--registry-port 10259: kube-scheduler listens there too; choose another"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := config.Default()
+			cfg.StateDir = t.TempDir()
+			cfg.CIDR = "10.61.0.0/16"
+			cfg.RegistryPort = tt.registry
+			cfg.Resolve()
+			var got []string
+			for _, err := range clashProblems(HostPorts(cfg)) {
+				got = append(got, err.Error())
+			}
+			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {
+				t.Errorf("clashProblems = %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
