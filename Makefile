@@ -24,7 +24,7 @@ BUNDLE_DEPS := bundle/go.mod bundle/go.sum assets/versions.env
 KUBE_NAMES := etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy
 UPSTREAM   := $(BIN)/kube $(BIN)/kubectl $(BIN)/agnhost $(BIN)/containerd \
 	$(BIN)/containerd-shim-runc-v2 $(BIN)/crictl $(BIN)/coredns $(BIN)/pause \
-	$(BIN)/local-path-provisioner
+	$(BIN)/local-path-provisioner $(BIN)/registry
 KUBERNIX_SRC := $(shell find cmd pkg assets images -type f 2>/dev/null) go.mod go.sum
 
 .PHONY: all deps bins images build up down test unit integration bench doctor clean fmt vet vet-bundle
@@ -71,6 +71,12 @@ LOCAL_PATH_PKG := github.com/rancher/local-path-provisioner
 $(BIN)/local-path-provisioner: assets/versions.env
 	GOBIN=$(BIN) $(GO) install -ldflags '-s -w -X main.VERSION=$(LOCAL_PATH_PROVISIONER_VERSION)' \
 		$(LOCAL_PATH_PKG)@$(LOCAL_PATH_PROVISIONER_VERSION)
+	touch $@
+
+REGISTRY_PKG := github.com/distribution/distribution/v3
+$(BIN)/registry: assets/versions.env
+	GOBIN=$(BIN) $(GO) install -ldflags '-s -w -X $(REGISTRY_PKG)/version.version=$(REGISTRY_VERSION)' \
+		$(REGISTRY_PKG)/cmd/registry@$(REGISTRY_VERSION)
 	touch $@
 
 $(BIN)/pause: $(wildcard images/pause/*.go)

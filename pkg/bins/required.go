@@ -23,6 +23,8 @@ func Required() []Binary {
 		{Name: "containerd", VersionArgs: []string{"--version"}, Want: ctrd, Hint: makeBins},
 		{Name: "containerd-shim-runc-v2", VersionArgs: []string{"-v"}, Want: ctrd, Hint: makeBins},
 		{Name: "runc", VersionArgs: []string{"--version"}, Hint: "apt-get install runc"},
+		// The local registry (pkg/components/registry); --registry-port 0 runs none.
+		{Name: "registry", VersionArgs: []string{"--version"}, Want: assets.Version("REGISTRY_VERSION"), Hint: makeBins},
 		{Name: "crictl", VersionArgs: []string{"--version"}, Optional: true, Hint: makeBins},
 		{Name: "crun", VersionArgs: []string{"--version"}, Optional: true, Hint: "apt-get install crun (optional: runc is used otherwise)"},
 		{Name: "iptables", VersionArgs: []string{"--version"}, Hint: "apt-get install iptables"},

@@ -210,6 +210,7 @@ func TestBadInputHost(t *testing.T) {
 		{"kube-proxy healthz port", processNode, "0.0.0.0:10256", []string{"port 10256 is in use, so kube-proxy (healthz) cannot listen on 10.64.0.1"}},
 		{"kube-proxy metrics port", processNode, "0.0.0.0:10249", []string{"port 10249 is in use, so kube-proxy (metrics) cannot listen on 10.64.0.1"}},
 		{"apiserver port", []string{"--apiserver-port", "7443"}, "0.0.0.0:7443", []string{"port 7443 is in use, so kube-apiserver cannot listen on 10.64.0.1: a listener on 0.0.0.0:7443 (pid %d,", "choose another --apiserver-port"}},
+		{"registry port", []string{"--registry-port", "7501"}, "127.0.0.1:7501", []string{"port 7501 is in use, so registry-localhost cannot listen on 127.0.0.1: a listener on 127.0.0.1:7501 (pid %d,", "choose another --registry-port"}},
 		{"dual-stack wildcard", nil, "[::]:2379", []string{"port 2379 is in use, so etcd (client) cannot listen on 10.64.0.1: a listener on [::]:2379"}},
 	}
 	for i, tt := range tests {

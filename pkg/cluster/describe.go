@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"fmt"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/components/etcd"
 	"github.com/kubernix/kubernix/pkg/components/kubelet"
 	"github.com/kubernix/kubernix/pkg/components/kubeproxy"
+	"github.com/kubernix/kubernix/pkg/components/registry"
 	"github.com/kubernix/kubernix/pkg/components/scheduler"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/containerd"
@@ -39,6 +41,7 @@ var describers = []func(*Plan) ([]components.Description, error){
 	describeNodes,
 	describeCloudController,
 	describeAddons,
+	describeRegistry,
 }
 
 // Describe returns every component of plan's cluster, as data, located in
@@ -197,6 +200,31 @@ func (p *Plan) addonParams() addons.Params {
 	}
 	return ap
 }
+
+// describeRegistry describes the local registry (pkg/components/registry),
+// unless --registry-port is 0: on the bridge address and, as root, on the
+// host's 127.0.0.1 (rootless, rootlesskit publishes the port there).
+func describeRegistry(p *Plan) ([]components.Description, error) {
+	if p.Cfg.RegistryPort == 0 {
+		return nil, nil
+	}
+	return registry.Describe(p.RegistrySpec())
+}
+
+// RegistrySpec is the local registry of the plan's cluster.
+func (p *Plan) RegistrySpec() registry.Spec {
+	s := registry.Spec{
+		Binary: p.Bin(registry.Name), ConfigFile: p.Paths.RegistryConfig(), StorageDir: p.Paths.Registry(),
+		IP: p.APIServerIP, Port: p.Cfg.RegistryPort, HostsDir: p.Paths.Registries(),
+	}
+	if !p.Rootless {
+		s.LocalIP = registryLocalIP
+	}
+	return s
+}
+
+// registryLocalIP is where the host reaches the local registry.
+var registryLocalIP = netip.MustParseAddr("127.0.0.1")
 
 // manifestSuffix names an addon's manifest task: "<addon>-manifest".
 const manifestSuffix = "-manifest"

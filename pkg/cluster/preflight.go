@@ -28,7 +28,8 @@ import (
 //     another cluster) overlaps the cluster's ranges, which Setup would
 //     refuse later (see network.Setup);
 //   - every fixed TCP port the cluster listens on in this namespace
-//     (HostPorts) is free on its address.
+//     (HostPorts) is free on its address, and no two of them are the same
+//     (clashProblems).
 //
 // What the cluster itself left behind (its bridge and routes, listeners
 // of the processes recorded in its state dir, e.g. after a killed
@@ -48,6 +49,7 @@ func Preflight(cfg config.Config) error {
 		return fmt.Errorf("check the host's addresses and routes: %w", err)
 	}
 	errs = append(errs, netErrs...)
+	errs = append(errs, clashProblems(HostPorts(cfg))...)
 	ours := recordedPIDs(cfg.Paths())
 	for _, hp := range HostPorts(cfg) {
 		if err := portProblem(hp, ours); err != nil {
@@ -146,8 +148,10 @@ type HostPort struct {
 // HostPorts lists the ports of cfg's cluster that bind in the caller's
 // network namespace: the control plane's on the bridge address (etcd
 // client and peer, kube-apiserver, kube-controller-manager and
-// kube-scheduler secure ports, the cloud controller's healthz), and with
-// the process executor also the node's kubelet and kube-proxy ports (its node IP is the bridge address);
+// kube-scheduler secure ports, the cloud controller's healthz, the local
+// registry's there and, as root, on 127.0.0.1), and with the process
+// executor also the node's kubelet and kube-proxy ports (its node IP is
+// the bridge address);
 // sandboxed nodes bind theirs in their own namespaces. The ports come from
 // the component packages.
 func HostPorts(cfg config.Config) []HostPort {
@@ -165,6 +169,7 @@ func HostPorts(cfg config.Config) []HostPort {
 		{"cloud-controller (healthz)", ip, cloudcontroller.HealthzPort, ""},
 	}
 	_, rootless := ReadRootless(cfg.Paths())
+	ports = append(ports, registryPorts(ip, cfg.RegistryPort, !rootless)...)
 	if node.HostNetwork(cfg.EffectiveExecutor(rootless)) {
 		ports = append(ports,
 			HostPort{"kubelet", ip, kubelet.Port, ""},
@@ -174,6 +179,25 @@ func HostPorts(cfg config.Config) []HostPort {
 		)
 	}
 	return ports
+}
+
+// clashProblems returns an error for each port of ports that a port with
+// a flag (--registry-port, say) shares with another component on the same
+// address, naming the flag.
+func clashProblems(ports []HostPort) []error {
+	var errs []error
+	for i, hp := range ports {
+		if hp.Flag == "" {
+			continue
+		}
+		for j, other := range ports {
+			if j != i && other.Port == hp.Port && other.IP == hp.IP && other.Flag != hp.Flag {
+				errs = append(errs, fmt.Errorf("%s %d: %s listens there too; choose another", hp.Flag, hp.Port, other.Component))
+				break
+			}
+		}
+	}
+	return errs
 }
 
 // portProblem returns an error naming hp, the listener that takes it (its

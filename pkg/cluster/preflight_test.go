@@ -16,6 +16,7 @@ import (
 
 func TestHostPorts(t *testing.T) {
 	control := []string{"etcd (client):2379", "etcd (peer):2380", "kube-apiserver:7443", "kube-controller-manager:10257", "kube-scheduler:10259", "cloud-controller (healthz):10258"}
+	control = append(control, "registry:5001", "registry-localhost:5001")
 	node := []string{"kubelet:10250", "kubelet (healthz):10248", "kube-proxy (healthz):10256", "kube-proxy (metrics):10249"}
 	tests := []struct {
 		name     string
@@ -38,11 +39,16 @@ func TestHostPorts(t *testing.T) {
 			cfg.Resolve()
 			var got []string
 			for _, hp := range HostPorts(cfg) {
-				if hp.IP != netip.MustParseAddr("10.61.0.1") {
-					t.Errorf("%s binds %s, want the bridge address 10.61.0.1", hp.Component, hp.IP)
+				wantIP := netip.MustParseAddr("10.61.0.1")
+				if hp.Component == "registry-localhost" {
+					wantIP = netip.MustParseAddr("127.0.0.1")
 				}
-				if (hp.Flag != "") != (hp.Component == "kube-apiserver") {
-					t.Errorf("%s: flag %q; only the apiserver's port has one", hp.Component, hp.Flag)
+				if hp.IP != wantIP {
+					t.Errorf("%s binds %s, want %s", hp.Component, hp.IP, wantIP)
+				}
+				if wantFlag := map[string]string{"kube-apiserver": "--apiserver-port", "registry": "--registry-port",
+					"registry-localhost": "--registry-port"}[hp.Component]; hp.Flag != wantFlag {
+					t.Errorf("%s: flag %q, want %q", hp.Component, hp.Flag, wantFlag)
 				}
 				got = append(got, hp.Component+":"+strconv.Itoa(hp.Port))
 			}

@@ -38,7 +38,7 @@ func testPlan(t *testing.T, nodes int, executor ...string) *Plan {
 		Paths:   map[string]string{},
 		CNIDir:  "/usr/lib/cni",
 	}
-	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "containerd"} {
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "containerd", "registry"} {
 		facts.Paths[b] = "/BIN/" + b
 	}
 	facts.Paths["runc"] = "/usr/sbin/runc"

@@ -35,7 +35,7 @@ func rootlessPlan(t *testing.T) *Plan {
 		CNIDir:      "/usr/lib/cni",
 		Snapshotter: doctor.SnapshotterOverlayfs,
 	}
-	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "containerd"} {
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "containerd", "registry"} {
 		facts.Paths[b] = "/BIN/" + b
 	}
 	facts.Paths["runc"] = "/usr/sbin/runc"

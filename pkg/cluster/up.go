@@ -269,12 +269,19 @@ func ChoosePort(cfg config.Config) (int, error) {
 func ChoosePortOn(ip netip.Addr, port int) (int, error) { return choosePort(ip, port, nil) }
 
 func choosePort(ip netip.Addr, port int, ignore map[int]bool) (int, error) {
-	err := checkPort(ip, port, ignore)
-	if err == nil || port != config.DefaultAPIServerPort {
+	return nextFreePort(port, config.DefaultAPIServerPort, func(p int) error { return checkPort(ip, p, ignore) })
+}
+
+// nextFreePort returns port when check passes on it; when it fails and
+// port is def, the first of the 99 ports after it that check passes;
+// else check's error on port.
+func nextFreePort(port, def int, check func(port int) error) (int, error) {
+	err := check(port)
+	if err == nil || port != def {
 		return port, err
 	}
 	for p := port + 1; p < port+100; p++ {
-		if checkPort(ip, p, ignore) == nil {
+		if check(p) == nil {
 			return p, nil
 		}
 	}

@@ -34,7 +34,10 @@ const (
 	DefaultCIDR             = "10.10.0.0/16"
 	DefaultNodeCIDRMaskSize = 24
 	DefaultAPIServerPort    = 6443
-	DefaultClusterDomain    = "cluster.local"
+	// DefaultRegistryPort is the local registry's port, as in kind's
+	// local registry guide.
+	DefaultRegistryPort  = 5001
+	DefaultClusterDomain = "cluster.local"
 	// MaxNodes bounds Config.Nodes; each node costs roughly 300 MB of RSS.
 	MaxNodes = 50
 )
@@ -78,6 +81,10 @@ type Config struct {
 	NodeCIDRMaskSize int `toml:"node_cidr_mask_size" flag:"node-cidr-mask-size" usage:"prefix length of each node's pod CIDR"`
 	// APIServerPort is the kube-apiserver's secure port (TCP).
 	APIServerPort int `toml:"apiserver_port" flag:"apiserver-port" usage:"kube-apiserver secure port"`
+	// RegistryPort is the local registry's TCP port (pkg/components/registry)
+	// on 127.0.0.1 and on the bridge address: images are pushed to and
+	// pulled from localhost:<RegistryPort>/…; 0 runs no registry.
+	RegistryPort int `toml:"registry_port" flag:"registry-port" usage:"port of the local registry on 127.0.0.1 (push and pull localhost:<port>/image); 0 for none"`
 	// ClusterDomain is the DNS domain of Services (kubelet clusterDomain, CoreDNS zone).
 	ClusterDomain string `toml:"cluster_domain" flag:"cluster-domain" usage:"DNS domain of Services"`
 	// Addons to deploy once the nodes are Ready: names from addons.Table.
@@ -109,6 +116,7 @@ func Default() Config {
 		CIDR:             DefaultCIDR,
 		NodeCIDRMaskSize: DefaultNodeCIDRMaskSize,
 		APIServerPort:    DefaultAPIServerPort,
+		RegistryPort:     DefaultRegistryPort,
 		ClusterDomain:    DefaultClusterDomain,
 		Addons:           addons.Defaults(),
 		LogLevel:         "info",

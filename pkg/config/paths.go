@@ -48,6 +48,13 @@ func (p Paths) ImageCache() string { return filepath.Join(p.State, "image-cache"
 // registry host, read at every pull.
 func (p Paths) Registries() string { return filepath.Join(p.State, "registries") }
 
+// Registry is the local registry's storage (its filesystem driver's root),
+// kept across down and up.
+func (p Paths) Registry() string { return filepath.Join(p.State, "registry") }
+
+// RegistryConfig is the local registry's config.yml, rendered at every start.
+func (p Paths) RegistryConfig() string { return filepath.Join(p.State, "registry.yml") }
+
 // Logs is the directory of every log file of the cluster, the apiserver's
 // audit log among them; only its owner may read it (mode 0700).
 func (p Paths) Logs() string { return filepath.Join(p.State, "logs") }

@@ -41,6 +41,11 @@ func (c *Config) Validate() error {
 	if c.APIServerPort < 1 || c.APIServerPort > 65535 {
 		add("--apiserver-port %d: must be between 1 and 65535", c.APIServerPort)
 	}
+	if c.RegistryPort < 0 || c.RegistryPort > 65535 {
+		add("--registry-port %d: must be between 1 and 65535, or 0 for no registry", c.RegistryPort)
+	} else if c.RegistryPort != 0 && c.RegistryPort == c.APIServerPort {
+		add("--registry-port %d: the apiserver listens there (--apiserver-port); choose another", c.RegistryPort)
+	}
 	for _, msg := range validation.IsDNS1123Subdomain(c.ClusterDomain) {
 		add("--cluster-domain %q: %s", c.ClusterDomain, msg)
 	}

@@ -42,6 +42,9 @@ type Kit struct {
 	HostPort  int
 	ChildIP   netip.Addr
 	ChildPort int
+	// SamePorts are further TCP ports forwarded from HostIP to ChildIP
+	// unchanged (the local registry's); 0 entries are skipped.
+	SamePorts []int
 	// Argv is the command run in the namespace.
 	Argv []string
 }
@@ -60,6 +63,13 @@ func (k Kit) Args() []string {
 	args = append(args,
 		"--port-driver=builtin",
 		"--publish="+PortSpec(k.HostIP, k.HostPort, k.ChildIP, k.ChildPort),
+	)
+	for _, p := range k.SamePorts {
+		if p != 0 {
+			args = append(args, "--publish="+PortSpec(k.HostIP, p, k.ChildIP, p))
+		}
+	}
+	args = append(args,
 		"--state-dir="+k.StateDir,
 		"--",
 	)

@@ -26,6 +26,13 @@ func dryRun(ctx context.Context, env *common.Env, cfg config.Config) error {
 	if portErr == nil {
 		cfg.APIServerPort = port
 	}
+	regPort, regErr := cluster.ChooseRegistryPort(cfg)
+	if rootless {
+		regPort, regErr = cluster.ChooseRegistryPortOn(hostLoopback, cfg.RegistryPort)
+	}
+	if regErr == nil {
+		cfg.RegistryPort = regPort
+	}
 	finder := bins.NewFinder(cfg.BinDir)
 	report, facts := doctor.Check(ctx, finder, doctor.Options{CNIDir: cfg.CNIDir, CgroupParent: cfg.CgroupParent})
 	// Where a binary is missing, the plan names where it was looked for.
@@ -52,7 +59,7 @@ func dryRun(ctx context.Context, env *common.Env, cfg config.Config) error {
 		report.Failures().Print(env.Streams.Err)
 		return fmt.Errorf("up would refuse: the host is not ready (`kubernix doctor` shows how to fix it)")
 	}
-	for _, err := range []error{portErr, imagesErr, cluster.Preflight(cfg)} {
+	for _, err := range []error{portErr, regErr, imagesErr, cluster.Preflight(cfg)} {
 		if err != nil {
 			return fmt.Errorf("up would refuse: %w", err)
 		}

@@ -95,8 +95,8 @@ func runRootless(ctx context.Context, env *common.Env, cfg config.Config, f *fla
 }
 
 // prepareRootless checks the host for a rootless cluster of cfg and records
-// the cluster as rootless. It sets cfg's apiserver port (free on the
-// host's loopback) and cgroup parent (the delegated one), and returns
+// the cluster as rootless. It sets cfg's apiserver and registry ports (free
+// on the host's loopback) and cgroup parent (the delegated one), and returns
 // rootlesskit's invocation, all but Argv.
 func prepareRootless(ctx context.Context, env *common.Env, cfg *config.Config) (rootless.Kit, error) {
 	report, facts, err := common.Check(ctx, *cfg)
@@ -111,6 +111,12 @@ func prepareRootless(ctx context.Context, env *common.Env, cfg *config.Config) (
 	if port != cfg.APIServerPort {
 		common.Fprintf(env.Streams.Err, "apiserver port %d is in use on %s; using %d\n", cfg.APIServerPort, hostLoopback, port)
 		cfg.APIServerPort = port
+	}
+	if port, err := cluster.ChooseRegistryPortOn(hostLoopback, cfg.RegistryPort); err != nil {
+		return rootless.Kit{}, err
+	} else if port != cfg.RegistryPort {
+		common.Fprintf(env.Streams.Err, "registry port %d is in use on %s; using %d\n", cfg.RegistryPort, hostLoopback, port)
+		cfg.RegistryPort = port
 	}
 	cfg.CgroupParent = facts.CgroupParent
 	if changed, err := rootless.FillCpuset(cfg.CgroupParent); err != nil {
@@ -140,6 +146,7 @@ func prepareRootless(ctx context.Context, env *common.Env, cfg *config.Config) (
 	return rootless.Kit{
 		Rootlesskit: facts.Paths["rootlesskit"], Slirp4netns: facts.Paths["slirp4netns"], StateDir: kitDir,
 		HostIP: hostLoopback, HostPort: port, ChildIP: n.BridgeIP(), ChildPort: port,
+		SamePorts: []int{cfg.RegistryPort},
 	}, err
 }
 
@@ -156,6 +163,7 @@ func rootlessChildArgv(f *flags, cfg config.Config, notifyPath string) ([]string
 	return append([]string{self, "up"}, passThroughArgs(f.parsed, map[string]string{
 		"rootless-child": "true", "notify-path": notifyPath, "no-shell": "true", "state-dir": cfg.Paths().State,
 		"apiserver-port": strconv.Itoa(cfg.APIServerPort), "cgroup-parent": cfg.CgroupParent,
+		"registry-port": strconv.Itoa(cfg.RegistryPort),
 	})...), nil
 }
 

@@ -157,6 +157,12 @@ func runAsRoot(ctx context.Context, env *common.Env, cfg config.Config, f *flags
 		common.Fprintf(env.Streams.Err, "apiserver port %d is in use; using %d\n", cfg.APIServerPort, port)
 		cfg.APIServerPort = port
 	}
+	if port, err = cluster.ChooseRegistryPort(cfg); err != nil {
+		return err
+	} else if port != cfg.RegistryPort {
+		common.Fprintf(env.Streams.Err, "registry port %d is in use; using %d\n", cfg.RegistryPort, port)
+		cfg.RegistryPort = port
+	}
 	if err := cluster.Preflight(cfg); err != nil {
 		return err
 	}
@@ -264,7 +270,7 @@ func detach(ctx context.Context, env *common.Env, cfg config.Config, f *flags, l
 		return err
 	}
 	defer r.Close()
-	sup, err := startSupervisor(f, cfg.APIServerPort, lock, logFile, w)
+	sup, err := startSupervisor(f, cfg, lock, logFile, w)
 	w.Close()
 	if err != nil {
 		return err
@@ -284,13 +290,14 @@ func detach(ctx context.Context, env *common.Env, cfg config.Config, f *flags, l
 // startSupervisor starts this kubernix as `up` with the parsed command line
 // (without --detach), in its own session, with notices to the pipe notify
 // (its fd 3), stdin the lock and output to logFile.
-func startSupervisor(f *flags, port int, lock *cluster.StateLock, logFile, notify *os.File) (*started, error) {
+func startSupervisor(f *flags, cfg config.Config, lock *cluster.StateLock, logFile, notify *os.File) (*started, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
 	args := append([]string{"up"}, passThroughArgs(f.parsed, map[string]string{
-		"notify-fd": "3", "no-shell": "true", "apiserver-port": strconv.Itoa(port),
+		"notify-fd": "3", "no-shell": "true", "apiserver-port": strconv.Itoa(cfg.APIServerPort),
+		"registry-port": strconv.Itoa(cfg.RegistryPort),
 	})...)
 	child := exec.Command(self, args...)
 	child.Stdin = lock.File()

@@ -1,0 +1,208 @@
+// Package registry describes the cluster's local image registry: the CNCF
+// distribution registry (github.com/distribution/distribution/v3,
+// cmd/registry), serving plain HTTP on this machine only, with its storage
+// in the state dir (kept across down and up).
+//
+// One name works on the host and on every node: `localhost:<port>/app:v1`.
+// The host pushes to 127.0.0.1:<port>; each node's containerd, whose
+// loopback is its own, resolves localhost:<port> to the registry's bridge
+// address through a hosts.toml in its registry config dir
+// (containerd's config_path).
+//
+// The registry serves one address (its http.addr), and the cluster needs
+// two: the bridge address for the nodes and 127.0.0.1 for the host. So
+// Describe returns two processes of the same binary and config, over the
+// same storage: Name on the bridge address and, when Spec.LocalIP is set,
+// LocalName on the loopback (its http.addr overridden by
+// REGISTRY_HTTP_ADDR). Distribution supports several registries over one
+// storage (as behind a load balancer); here each client talks to one of
+// them for a whole upload, and no blob descriptor cache is configured, so
+// neither serves stale metadata. In a rootless cluster the host's
+// 127.0.0.1:<port> is rootlesskit's port forward to the bridge address,
+// so only Name runs.
+package registry
+
+import (
+	"fmt"
+	"net/netip"
+	"strconv"
+
+	"github.com/pelletier/go-toml/v2"
+
+	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/components"
+	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/process"
+)
+
+// Names of the components.
+const (
+	// Name is the registry on the cluster bridge address.
+	Name = "registry"
+	// LocalName is the registry on the host's loopback (root clusters).
+	LocalName = "registry-localhost"
+)
+
+// DefaultPort is the registry's default TCP port, the one kind's local
+// registry guide uses.
+const DefaultPort = config.DefaultRegistryPort
+
+// Spec is what the registry is described from.
+type Spec struct {
+	// Binary is the path of the registry binary.
+	Binary string
+	// ConfigFile is where its config.yml is rendered.
+	ConfigFile string
+	// StorageDir is the filesystem driver's root directory.
+	StorageDir string
+	// IP is the cluster bridge address: the nodes pull from IP:Port.
+	IP netip.Addr
+	// LocalIP, if valid, is the host's loopback address (127.0.0.1) the
+	// second process serves on; invalid when something else publishes
+	// the port there (rootlesskit).
+	LocalIP netip.Addr
+	// Port is the TCP port of both listeners, 1-65535.
+	Port int
+	// HostsDir is containerd's registry config_path
+	// (config.Paths.Registries): Describe renders
+	// <HostsDir>/localhost:<Port>/hosts.toml there.
+	HostsDir string
+}
+
+// Host is the registry's name for clients: "localhost:<port>", the prefix
+// of the images pushed to it.
+func (s Spec) Host() string { return "localhost:" + strconv.Itoa(s.Port) }
+
+// URL is the registry's base URL on ip, e.g. "http://10.10.0.1:5001".
+func (s Spec) URL(ip netip.Addr) string {
+	return "http://" + netip.AddrPortFrom(ip, uint16(s.Port)).String()
+}
+
+// HostsFile is the path of the hosts.toml through which containerd
+// resolves Host to the bridge address.
+func (s Spec) HostsFile() string { return s.HostsDir + "/" + s.Host() + "/hosts.toml" }
+
+// Describe returns the registry as one or two processes of the
+// Infrastructure phase (see the package doc), each ready once GET /v2/
+// answers. Name renders config.yml and hosts.toml and makes the storage
+// dir; LocalName, which reads the same config, starts after it. It errors
+// only if the files cannot be rendered.
+func Describe(s Spec) ([]components.Description, error) {
+	cfg, err := components.RenderYAML(Config(s), "registry config.yml")
+	if err != nil {
+		return nil, err
+	}
+	hosts, err := HostsTOML(s)
+	if err != nil {
+		return nil, err
+	}
+	describe := func(name string, ip netip.Addr, env []string) components.Description {
+		return components.Description{
+			Name: name, Scope: config.ControlPlaneScope, Kind: components.KindProcess, Phase: component.Infrastructure,
+			Binary: Name, Command: process.Command{Path: s.Binary, Args: []string{"serve", s.ConfigFile}, Env: env},
+			Probe: components.Probe{HTTPGet: s.URL(ip) + "/v2/"},
+		}
+	}
+	bridge := describe(Name, s.IP, nil)
+	bridge.Files = []components.File{{Path: s.ConfigFile, Content: cfg}, {Path: s.HostsFile(), Content: hosts}}
+	bridge.Dirs = []string{s.StorageDir}
+	out := []components.Description{bridge}
+	if s.LocalIP.IsValid() {
+		addr := netip.AddrPortFrom(s.LocalIP, uint16(s.Port)).String()
+		local := describe(LocalName, s.LocalIP, []string{"REGISTRY_HTTP_ADDR=" + addr})
+		local.Needs = []string{Name} // for its files
+		out = append(out, local)
+	}
+	return out, nil
+}
+
+// File is the registry's config.yml (distribution's configuration
+// version 0.1): the keys kubernix sets, see
+// https://distribution.github.io/distribution/about/configuration/.
+type File struct {
+	Version string  `json:"version"`
+	Log     Log     `json:"log"`
+	Storage Storage `json:"storage"`
+	HTTP    HTTP    `json:"http"`
+	Health  Health  `json:"health"`
+}
+
+// Log is the log section.
+type Log struct {
+	Level     string    `json:"level"`
+	AccessLog AccessLog `json:"accesslog"`
+}
+
+// AccessLog is log.accesslog.
+type AccessLog struct {
+	Disabled bool `json:"disabled"`
+}
+
+// Storage is the storage section: the filesystem driver and deletes.
+type Storage struct {
+	Filesystem Filesystem `json:"filesystem"`
+	Delete     Enabled    `json:"delete"`
+}
+
+// Filesystem is storage.filesystem.
+type Filesystem struct {
+	RootDirectory string `json:"rootdirectory"`
+}
+
+// Enabled is a section with only an enabled switch.
+type Enabled struct {
+	Enabled bool `json:"enabled"`
+}
+
+// HTTP is the http section: the listen address and response headers.
+type HTTP struct {
+	Addr    string              `json:"addr"`
+	Headers map[string][]string `json:"headers"`
+}
+
+// Health is the health section.
+type Health struct {
+	StorageDriver StorageDriverHealth `json:"storagedriver"`
+}
+
+// StorageDriverHealth is health.storagedriver: the storage check, whose
+// failure turns every response into 503.
+type StorageDriverHealth struct {
+	Enabled   bool   `json:"enabled"`
+	Interval  string `json:"interval"`
+	Threshold int    `json:"threshold"`
+}
+
+// Config returns the registry's configuration: filesystem storage in
+// StorageDir, deletes allowed (the registry API's DELETE of a manifest),
+// listening on the bridge address, access log on.
+func Config(s Spec) File {
+	return File{
+		Version: "0.1",
+		Log:     Log{Level: "info"},
+		Storage: Storage{Filesystem: Filesystem{RootDirectory: s.StorageDir}, Delete: Enabled{Enabled: true}},
+		HTTP: HTTP{
+			Addr:    netip.AddrPortFrom(s.IP, uint16(s.Port)).String(),
+			Headers: map[string][]string{"X-Content-Type-Options": {"nosniff"}},
+		},
+		Health: Health{StorageDriver: StorageDriverHealth{Enabled: true, Interval: "10s", Threshold: 3}},
+	}
+}
+
+// hostsFile is containerd's hosts.toml
+// (https://github.com/containerd/containerd/blob/main/docs/hosts.md).
+type hostsFile struct {
+	// Server is the registry's URL for the namespace (its directory's
+	// name): used when no [host] entry is given.
+	Server string `toml:"server"`
+}
+
+// HostsTOML renders the hosts.toml that sends every pull of
+// localhost:<port>/… to the registry's bridge address over plain HTTP.
+func HostsTOML(s Spec) ([]byte, error) {
+	b, err := toml.Marshal(hostsFile{Server: s.URL(s.IP)})
+	if err != nil {
+		return nil, fmt.Errorf("render %s: %w", s.HostsFile(), err)
+	}
+	return append([]byte("# generated by kubernix, do not edit\n"), b...), nil
+}
