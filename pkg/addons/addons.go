@@ -34,8 +34,13 @@ type Addon struct {
 	// the template finds their references in Params.Images.
 	Images []string
 	// Deployment is the "namespace/name" of the Deployment whose
-	// availability is the addon's health.
+	// availability is the addon's health; "" for an addon without a
+	// manifest.
 	Deployment string
+	// Components are the supervised processes (their component names,
+	// as pkg/cluster describes them) that run only with the addon: its
+	// health is theirs. An addon has a manifest, components, or both.
+	Components []string
 	// Default addons are deployed unless --addons says otherwise.
 	Default bool
 }
@@ -52,7 +57,24 @@ var Table = []Addon{
 		Manifest: "local-path.yaml.tmpl", Images: []string{"local-path-provisioner", "busybox"},
 		Deployment: "local-path-storage/local-path-provisioner", Default: true,
 	},
+	{
+		Name: LoadBalancer, Help: "LoadBalancer Services get an IP of --loadbalancer-cidr, reachable from the host",
+		Components: []string{"cloud-controller"}, Default: true,
+	},
+	{
+		Name: Registry, Help: "a local registry at localhost:<--registry-port> for the host and every node",
+		Components: []string{"registry", "registry-localhost"}, Default: true,
+	},
 }
+
+// Names of the addons other packages switch on (besides their manifests).
+const (
+	// LoadBalancer gives LoadBalancer Services an IP of the pool
+	// (pkg/loadbalancer, run by the cloud-controller component).
+	LoadBalancer = "loadbalancer"
+	// Registry is the cluster's local registry (pkg/components/registry).
+	Registry = "registry"
+)
 
 // Params are what a manifest is rendered from.
 type Params struct {

@@ -12,9 +12,9 @@ import (
 	"github.com/kubernix/kubernix/pkg/images"
 )
 
-// TestTable checks every addon of the table: a unique name, a manifest
-// that renders, parses as YAML documents and runs only built-in images
-// it names, and a Deployment to wait for.
+// TestTable checks every addon of the table: a unique name; a manifest
+// or components; a manifest that renders, parses as YAML documents and
+// runs only built-in images it names, with a Deployment to wait for.
 func TestTable(t *testing.T) {
 	seen := map[string]bool{}
 	for _, a := range Table {
@@ -23,6 +23,12 @@ func TestTable(t *testing.T) {
 				t.Fatalf("name %q empty or given twice", a.Name)
 			}
 			seen[a.Name] = true
+			if a.Manifest == "" {
+				if len(a.Components) == 0 || a.Deployment != "" || len(a.Images) != 0 {
+					t.Fatalf("an addon without a manifest needs components, and no Deployment or images: %+v", a)
+				}
+				return
+			}
 			if ns, name, ok := strings.Cut(a.Deployment, "/"); !ok || ns == "" || name == "" {
 				t.Errorf("deployment %q: want namespace/name", a.Deployment)
 			}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"github.com/kubernix/kubernix/pkg/addons"
 	"github.com/kubernix/kubernix/pkg/bins"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/config"
@@ -89,5 +90,38 @@ func TestDescribedBinariesRequired(t *testing.T) {
 				t.Errorf("%s runs %s, not the %s the doctor found (%s)", d.ID(), d.Command.Path, d.Binary, plan.Bin(d.Binary))
 			}
 		}
+	}
+}
+
+// TestAddonComponents checks that each addon's components (addons.Table)
+// are described exactly when the addon is enabled, and that `--addons
+// coredns` alone gives the cluster of before the workload addons.
+func TestAddonComponents(t *testing.T) {
+	for _, a := range addons.Table {
+		for _, on := range []bool{true, false} {
+			plan := testPlan(t, 1)
+			plan.Cfg.Addons = []string{"coredns"}
+			if on {
+				plan.Cfg.Addons = append(plan.Cfg.Addons, a.Name)
+			}
+			ds, err := Describe(plan)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, name := range a.Components {
+				found := slices.ContainsFunc(ds, func(d components.Description) bool { return d.Name == name })
+				if found != on {
+					t.Errorf("addon %s enabled %v: component %s described %v", a.Name, on, name, found)
+				}
+			}
+		}
+	}
+	plan := testPlan(t, 1)
+	plan.Cfg.Addons = []string{"coredns"}
+	if plan.NetworkPlan().LoadBalancerCIDR.IsValid() {
+		t.Error("without the loadbalancer addon the host still routes the pool")
+	}
+	if ports := HostPorts(plan.Cfg); slices.ContainsFunc(ports, func(hp HostPort) bool { return hp.Port == plan.Cfg.RegistryPort }) {
+		t.Errorf("without the registry addon its port is still checked: %v", ports)
 	}
 }

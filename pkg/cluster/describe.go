@@ -178,6 +178,9 @@ func describeAddons(p *Plan) ([]components.Description, error) {
 		if !ok {
 			return nil, fmt.Errorf("%w: --addons: unknown addon %q", config.ErrInvalid, name)
 		}
+		if a.Manifest == "" {
+			continue // its components are described by their own describer
+		}
 		manifest, err := a.Render(p.addonParams())
 		if err != nil {
 			return nil, err
@@ -205,7 +208,7 @@ func (p *Plan) addonParams() addons.Params {
 // unless --registry-port is 0: on the bridge address and, as root, on the
 // host's 127.0.0.1 (rootless, rootlesskit publishes the port there).
 func describeRegistry(p *Plan) ([]components.Description, error) {
-	if p.Cfg.RegistryPort == 0 {
+	if p.Cfg.LocalRegistryPort() == 0 {
 		return nil, nil
 	}
 	return registry.Describe(p.RegistrySpec())

@@ -4,16 +4,20 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/kubernix/kubernix/pkg/addons"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/components/cloudcontroller"
 )
 
-// describeCloudController describes the cloud controller, which gives
+// describeCloudController describes, with the loadbalancer addon, the cloud controller, which gives
 // LoadBalancer Services an IP of the cluster's pool (pkg/loadbalancer),
 // with the identity its RBAC binding (the cluster-admins task) serves.
 // In a rootless cluster it also publishes their ports on the host's
 // 127.0.0.1 through rootlesskit's API socket.
 func describeCloudController(p *Plan) ([]components.Description, error) {
+	if !p.Cfg.HasAddon(addons.LoadBalancer) {
+		return nil, nil
+	}
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err

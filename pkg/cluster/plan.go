@@ -12,6 +12,7 @@ import (
 	"os"
 	"path"
 
+	"github.com/kubernix/kubernix/pkg/addons"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/doctor"
 	"github.com/kubernix/kubernix/pkg/network"
@@ -113,7 +114,7 @@ func (p *Plan) NetworkPlan() network.Plan {
 		ClusterCIDR: p.Net.Cluster,
 		ServiceCIDR: p.Net.Service,
 		// kube-proxy serves LoadBalancer IPs once a Service's status has one.
-		LoadBalancerCIDR: p.Net.LoadBalancer,
+		LoadBalancerCIDR: p.loadBalancerPool(),
 	}
 	if whole, err := netip.ParsePrefix(p.Cfg.CIDR); err == nil {
 		np.Whole = whole.Masked()
@@ -189,4 +190,13 @@ func (p *Plan) MountRoots() []string {
 		out = append(out, np.KubeletRoot(), np.ContainerdRoot(), np.ContainerdState())
 	}
 	return out
+}
+
+// loadBalancerPool is the LoadBalancer pool the host routes to the
+// cluster: none without the loadbalancer addon.
+func (p *Plan) loadBalancerPool() netip.Prefix {
+	if !p.Cfg.HasAddon(addons.LoadBalancer) {
+		return netip.Prefix{}
+	}
+	return p.Net.LoadBalancer
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kubernix/kubernix/pkg/addons"
 	"github.com/kubernix/kubernix/pkg/components/cloudcontroller"
 	"github.com/kubernix/kubernix/pkg/components/controllermanager"
 	"github.com/kubernix/kubernix/pkg/components/etcd"
@@ -166,10 +167,12 @@ func HostPorts(cfg config.Config) []HostPort {
 		{"kube-apiserver", ip, cfg.APIServerPort, "--apiserver-port"},
 		{"kube-controller-manager", ip, controllermanager.SecurePort, ""},
 		{"kube-scheduler", ip, scheduler.SecurePort, ""},
-		{"cloud-controller (healthz)", ip, cloudcontroller.HealthzPort, ""},
+	}
+	if cfg.HasAddon(addons.LoadBalancer) {
+		ports = append(ports, HostPort{"cloud-controller (healthz)", ip, cloudcontroller.HealthzPort, ""})
 	}
 	_, rootless := ReadRootless(cfg.Paths())
-	ports = append(ports, registryPorts(ip, cfg.RegistryPort, !rootless)...)
+	ports = append(ports, registryPorts(ip, cfg.LocalRegistryPort(), !rootless)...)
 	if node.HostNetwork(cfg.EffectiveExecutor(rootless)) {
 		ports = append(ports,
 			HostPort{"kubelet", ip, kubelet.Port, ""},

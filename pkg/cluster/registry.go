@@ -40,7 +40,7 @@ func ChooseRegistryPort(cfg config.Config) (int, error) {
 		return 0, err
 	}
 	ignore := recordedPIDs(cfg.Paths())
-	return chooseRegistryPort(cfg.RegistryPort, func(port int) []HostPort {
+	return chooseRegistryPort(cfg.LocalRegistryPort(), func(port int) []HostPort {
 		return registryPorts(n.BridgeIP(), port, true)
 	}, ignore)
 }

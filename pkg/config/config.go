@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 
 	"github.com/kubernix/kubernix/pkg/addons"
@@ -220,4 +221,16 @@ func (c Config) String() string {
 		return fmt.Sprintf("%+v", struct{ Config }{c})
 	}
 	return string(b)
+}
+
+// HasAddon reports whether Addons enables the addon named.
+func (c *Config) HasAddon(name string) bool { return slices.Contains(c.Addons, name) }
+
+// LocalRegistryPort is the port of the cluster's local registry: 0 when
+// it runs none (the registry addon off, or RegistryPort 0).
+func (c *Config) LocalRegistryPort() int {
+	if !c.HasAddon(addons.Registry) {
+		return 0
+	}
+	return c.RegistryPort
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/kubernix/kubernix/pkg/addons"
 	"github.com/kubernix/kubernix/pkg/cli/common"
 	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/components"
@@ -96,7 +98,7 @@ func printStatus(ctx context.Context, out io.Writer, cfg config.Config) error {
 	} else if !ok {
 		healthy = false
 	}
-	if !printAddons(ctx, out, client, ds) || !healthy {
+	if !printAddons(ctx, out, client, cfg, ds) || !healthy {
 		return unhealthy(cfg)
 	}
 	return nil
@@ -191,28 +193,45 @@ func printNodes(ctx context.Context, out io.Writer, client kubernetes.Interface)
 	return healthy, nil
 }
 
-// printAddons prints, for each component whose readiness is a
-// Deployment's availability (the addons), its ready replicas, and
-// reports whether each has at least one.
-func printAddons(ctx context.Context, out io.Writer, client kubernetes.Interface, ds []components.Description) bool {
+// printAddons prints each enabled addon's health, from the addon table:
+// its Deployment's ready replicas and whether its processes run. It
+// reports whether each has a ready replica and all its processes.
+func printAddons(ctx context.Context, out io.Writer, client kubernetes.Interface, cfg config.Config, ds []components.Description) bool {
 	healthy := true
-	for _, d := range ds {
-		if d.Available == "" {
+	for _, name := range cfg.Addons {
+		a, ok := addons.Lookup(name)
+		if !ok {
 			continue
 		}
-		ns, name, _ := strings.Cut(d.Available, "/")
-		dep, err := client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
-			healthy = false
-			fmt.Fprintf(out, "addon %s: %v\n", d.Name, err)
-			continue
+		var parts []string
+		if a.Deployment != "" {
+			part, ok := deploymentHealth(ctx, client, a.Deployment)
+			parts, healthy = append(parts, part), healthy && ok
 		}
-		fmt.Fprintf(out, "addon %s: %d/%d ready\n", d.Name, dep.Status.ReadyReplicas, dep.Status.Replicas)
-		if dep.Status.ReadyReplicas == 0 {
-			healthy = false
+		for _, d := range components.Processes(ds) {
+			if slices.Contains(a.Components, d.Name) {
+				_, running := process.Running(d.Command.RunDir)
+				state := "running"
+				if !running {
+					state, healthy = "not running", false
+				}
+				parts = append(parts, components.ID(d.Name, d.Scope)+" "+state)
+			}
 		}
+		fmt.Fprintf(out, "addon %s: %s\n", a.Name, strings.Join(parts, ", "))
 	}
 	return healthy
+}
+
+// deploymentHealth words the ready replicas of the Deployment
+// "namespace/name", and reports whether one is ready.
+func deploymentHealth(ctx context.Context, client kubernetes.Interface, deployment string) (string, bool) {
+	ns, name, _ := strings.Cut(deployment, "/")
+	dep, err := client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return err.Error(), false
+	}
+	return fmt.Sprintf("%d/%d ready", dep.Status.ReadyReplicas, dep.Status.Replicas), dep.Status.ReadyReplicas > 0
 }
 
 // componentState is the state status shows for a component whose

@@ -28,9 +28,9 @@ func dryRun(ctx context.Context, env *common.Env, cfg config.Config) error {
 	}
 	regPort, regErr := cluster.ChooseRegistryPort(cfg)
 	if rootless {
-		regPort, regErr = cluster.ChooseRegistryPortOn(hostLoopback, cfg.RegistryPort)
+		regPort, regErr = cluster.ChooseRegistryPortOn(hostLoopback, cfg.LocalRegistryPort())
 	}
-	if regErr == nil {
+	if regErr == nil && regPort != 0 {
 		cfg.RegistryPort = regPort
 	}
 	finder := bins.NewFinder(cfg.BinDir)

@@ -112,9 +112,9 @@ func prepareRootless(ctx context.Context, env *common.Env, cfg *config.Config) (
 		common.Fprintf(env.Streams.Err, "apiserver port %d is in use on %s; using %d\n", cfg.APIServerPort, hostLoopback, port)
 		cfg.APIServerPort = port
 	}
-	if port, err := cluster.ChooseRegistryPortOn(hostLoopback, cfg.RegistryPort); err != nil {
+	if port, err := cluster.ChooseRegistryPortOn(hostLoopback, cfg.LocalRegistryPort()); err != nil {
 		return rootless.Kit{}, err
-	} else if port != cfg.RegistryPort {
+	} else if port != cfg.LocalRegistryPort() {
 		common.Fprintf(env.Streams.Err, "registry port %d is in use on %s; using %d\n", cfg.RegistryPort, hostLoopback, port)
 		cfg.RegistryPort = port
 	}
@@ -146,7 +146,7 @@ func prepareRootless(ctx context.Context, env *common.Env, cfg *config.Config) (
 	return rootless.Kit{
 		Rootlesskit: facts.Paths["rootlesskit"], Slirp4netns: facts.Paths["slirp4netns"], StateDir: kitDir,
 		HostIP: hostLoopback, HostPort: port, ChildIP: n.BridgeIP(), ChildPort: port,
-		SamePorts: []int{cfg.RegistryPort},
+		SamePorts: samePorts(cfg),
 	}, err
 }
 
@@ -287,4 +287,13 @@ func runRootlessChild(ctx context.Context, env *common.Env, cfg config.Config, f
 		return fmt.Errorf("%s is missing: --rootless-child is started by `kubernix up` as an ordinary user", cluster.RootlessFile(plan.Paths))
 	}
 	return supervise(ctx, env, cfg, f, plan, notify)
+}
+
+// samePorts are the ports rootlesskit publishes on the host's 127.0.0.1
+// at the same number inside: the local registry's, if it runs.
+func samePorts(cfg *config.Config) []int {
+	if port := cfg.LocalRegistryPort(); port != 0 {
+		return []int{port}
+	}
+	return nil
 }

@@ -159,7 +159,7 @@ func runAsRoot(ctx context.Context, env *common.Env, cfg config.Config, f *flags
 	}
 	if port, err = cluster.ChooseRegistryPort(cfg); err != nil {
 		return err
-	} else if port != cfg.RegistryPort {
+	} else if port != cfg.LocalRegistryPort() {
 		common.Fprintf(env.Streams.Err, "registry port %d is in use; using %d\n", cfg.RegistryPort, port)
 		cfg.RegistryPort = port
 	}
