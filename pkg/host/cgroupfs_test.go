@@ -1,14 +1,13 @@
 package host
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"testing"
-
-	"golang.org/x/sys/unix"
 )
 
 // TestCgroupPIDs mounts a named cgroup v1 hierarchy at a path with a space
@@ -18,31 +17,22 @@ import (
 // that still has children.
 func TestCgroupPIDs(t *testing.T) {
 	if os.Geteuid() != 0 {
-		t.Skip("needs root to mount a cgroup hierarchy")
+		t.Skip("needs root to make cgroups")
 	}
-	mnt := filepath.Join(t.TempDir(), "with space")
-	if err := os.Mkdir(mnt, 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := unix.Mount("cgroup", mnt, "cgroup", 0, "none,name=kubernix-unit-test"); err != nil {
-		t.Skipf("cannot mount a named cgroup v1 hierarchy: %v", err)
-	}
-	t.Cleanup(func() { _ = unix.Unmount(mnt, unix.MNT_DETACH) })
-
-	mounts, err := CgroupMounts()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Contains(mounts, mnt) {
-		t.Fatalf("CgroupMounts = %v, want it to hold %q", mounts, mnt)
-	}
-
-	const parent = "/kubernix-unit-test"
-	child := filepath.Join(mnt, parent, "a")
-	if err := os.MkdirAll(child, 0o755); err != nil {
-		t.Fatal(err)
+	// In the host's own hierarchies, as kubernix makes its nodes': a
+	// hierarchy mounted for the test would outlive it in the kernel
+	// (every process belongs to it) once unmounted lazily, and break
+	// containerd's cgroup v1 lookups on this machine.
+	parent := fmt.Sprintf("/kubernix-unit-test-%d", os.Getpid())
+	child := parent + "/a"
+	if err := EnsureCgroup(child); err != nil {
+		t.Skipf("cannot make cgroups here: %v", err)
 	}
 	t.Cleanup(func() { _ = RemoveCgroup(parent) })
+	dirs, err := CgroupExists(child)
+	if err != nil || len(dirs) == 0 {
+		t.Fatalf("CgroupExists(%s) = %v, %v", child, dirs, err)
+	}
 	if pids, err := CgroupPIDs(parent); err != nil || len(pids) != 0 {
 		t.Fatalf("CgroupPIDs of an empty cgroup = %v, %v; want none", pids, err)
 	}
@@ -51,7 +41,7 @@ func TestCgroupPIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = sleep.Process.Kill(); _ = sleep.Wait() })
-	if err := os.WriteFile(filepath.Join(child, "cgroup.procs"), []byte(strconv.Itoa(sleep.Process.Pid)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dirs[0], "cgroup.procs"), []byte(strconv.Itoa(sleep.Process.Pid)), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	pids, err := CgroupPIDs(parent)
@@ -63,7 +53,7 @@ func TestCgroupPIDs(t *testing.T) {
 	}
 
 	RemoveEmptyCgroup(parent)
-	if !Exists(child) {
+	if !Exists(dirs[0]) {
 		t.Errorf("RemoveEmptyCgroup removed %s, which has a child", parent)
 	}
 	_ = sleep.Process.Kill()
@@ -71,7 +61,7 @@ func TestCgroupPIDs(t *testing.T) {
 	if err := RemoveCgroup(parent); err != nil {
 		t.Fatal(err)
 	}
-	if Exists(filepath.Join(mnt, parent)) {
-		t.Errorf("RemoveCgroup left %s", parent)
+	if left, _ := CgroupExists(parent); len(left) > 0 {
+		t.Errorf("RemoveCgroup left %v", left)
 	}
 }
