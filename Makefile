@@ -24,7 +24,7 @@ BUNDLE_DEPS := bundle/go.mod bundle/go.sum assets/versions.env
 KUBE_NAMES := etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy
 UPSTREAM   := $(BIN)/kube $(BIN)/kubectl $(BIN)/agnhost $(BIN)/containerd \
 	$(BIN)/containerd-shim-runc-v2 $(BIN)/crictl $(BIN)/coredns $(BIN)/pause \
-	$(BIN)/local-path-provisioner
+	$(BIN)/local-path-provisioner $(BIN)/metrics-server
 KUBERNIX_SRC := $(shell find cmd pkg assets images -type f 2>/dev/null) go.mod go.sum
 
 .PHONY: all deps bins images build up down test unit integration bench doctor clean fmt vet vet-bundle
@@ -71,6 +71,13 @@ LOCAL_PATH_PKG := github.com/rancher/local-path-provisioner
 $(BIN)/local-path-provisioner: assets/versions.env
 	GOBIN=$(BIN) $(GO) install -ldflags '-s -w -X main.VERSION=$(LOCAL_PATH_PROVISIONER_VERSION)' \
 		$(LOCAL_PATH_PKG)@$(LOCAL_PATH_PROVISIONER_VERSION)
+	touch $@
+
+# Its version where upstream's Makefile puts it (client-go's pkg/version).
+METRICS_SERVER_LDFLAGS := -s -w -X k8s.io/client-go/pkg/version.gitVersion=$(METRICS_SERVER_VERSION)
+$(BIN)/metrics-server: assets/versions.env
+	GOBIN=$(BIN) $(GO) install -ldflags '$(METRICS_SERVER_LDFLAGS)' \
+		sigs.k8s.io/metrics-server/cmd/metrics-server@$(METRICS_SERVER_VERSION)
 	touch $@
 
 $(BIN)/pause: $(wildcard images/pause/*.go)
