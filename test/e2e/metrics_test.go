@@ -55,35 +55,9 @@ func TestMetrics(t *testing.T) {
 		}
 	})
 
-	t.Run("kubectl top nodes lists every node", func(t *testing.T) {
-		eventually(t, 2*time.Minute, "top nodes", func() error {
-			out, err := e.kubectl(ctx, "top", "nodes", "--no-headers")
-			if err != nil {
-				return err
-			}
-			for _, n := range nodes {
-				if !hasRow(out, n) {
-					return fmt.Errorf("node %s missing:\n%s", n, out)
-				}
-			}
-			return nil
-		})
-	})
-
-	t.Run("kubectl top pods -A lists the addons' pods", func(t *testing.T) {
-		eventually(t, 2*time.Minute, "top pods -A", func() error {
-			out, err := e.kubectl(ctx, "top", "pods", "-A", "--no-headers")
-			if err != nil {
-				return fmt.Errorf("%w%s", err, unmountedHierarchies())
-			}
-			for _, prefix := range []string{"coredns-", "metrics-server-"} {
-				if !strings.Contains(out, " "+prefix) {
-					return fmt.Errorf("no pod %s* in kube-system:\n%s%s", prefix, out, unmountedHierarchies())
-				}
-			}
-			return nil
-		})
-	})
+	kubectl := func(args ...string) (string, error) { return e.kubectl(ctx, args...) }
+	t.Run("kubectl top nodes lists every node", func(t *testing.T) { waitTopNodes(t, kubectl, nodes) })
+	t.Run("kubectl top pods -A lists the addons' pods", func(t *testing.T) { waitTopPods(t, kubectl) })
 
 	t.Run("a HorizontalPodAutoscaler on CPU scales a busy Deployment up", func(t *testing.T) {
 		e.apply(ctx, burnerManifest)
@@ -113,6 +87,77 @@ func TestMetrics(t *testing.T) {
 			return nil
 		})
 	})
+}
+
+// TestRootlessMetrics is TestMetrics reduced, rootless: one node brought
+// up by an ordinary user, `kubectl top nodes` lists it and `kubectl top
+// pods -A` the addons' pods.
+func TestRootlessMetrics(t *testing.T) {
+	u := newRootlessUser(t, "kxrlmetrics")
+	u.addSubIDs()
+	u.openTun()
+	u.delegateCgroups()
+	const name = "e2e-rm" // short: socket paths under the user's state dir are limited
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	t.Cleanup(func() {
+		if out, code := u.kubernix(context.Background(), "down", "--name", name); code != 0 {
+			t.Logf("cleanup down exited %d:\n%s", code, out)
+		}
+	})
+	if out, code := u.kubernix(ctx, "up", "--detach", "--name", name, "--cidr", "10.165.0.0/16"); code != 0 {
+		t.Fatalf("up --detach as %s exited %d:\n%s", u.name, code, out)
+	}
+	kubectl := func(args ...string) (string, error) { return u.kubectl(ctx, "kubernix-"+name, args...) }
+	t.Run("kubectl top nodes lists the node", func(t *testing.T) { waitTopNodes(t, kubectl, []string{name + "-node-0"}) })
+	t.Run("kubectl top pods -A lists the addons' pods", func(t *testing.T) { waitTopPods(t, kubectl) })
+}
+
+// waitTopNodes waits until `kubectl top nodes` (run by kubectl) lists
+// every node of nodes: metrics-server scraped each kubelet twice.
+func waitTopNodes(t *testing.T, kubectl func(args ...string) (string, error), nodes []string) {
+	t.Helper()
+	eventually(t, 2*time.Minute, "top nodes", func() error {
+		out, err := kubectl("top", "nodes", "--no-headers")
+		if err != nil {
+			return err
+		}
+		for _, n := range nodes {
+			if !hasRow(out, n) {
+				return fmt.Errorf("node %s missing:\n%s", n, out)
+			}
+		}
+		return nil
+	})
+}
+
+// waitTopPods waits until `kubectl top pods -A` (run by kubectl) lists
+// the pods of the CoreDNS and metrics-server addons in kube-system.
+func waitTopPods(t *testing.T, kubectl func(args ...string) (string, error)) {
+	t.Helper()
+	eventually(t, 2*time.Minute, "top pods -A", func() error {
+		out, err := kubectl("top", "pods", "-A", "--no-headers")
+		if err != nil {
+			return fmt.Errorf("%w%s", err, unmountedHierarchies())
+		}
+		for _, prefix := range []string{"coredns-", "metrics-server-"} {
+			if !hasPodRow(out, "kube-system", prefix) {
+				return fmt.Errorf("no pod %s* in kube-system:\n%s%s", prefix, out, unmountedHierarchies())
+			}
+		}
+		return nil
+	})
+}
+
+// hasPodRow reports whether a line of `kubectl top pods -A` output is a
+// pod of namespace ns whose name starts with prefix.
+func hasPodRow(out, ns, prefix string) bool {
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 1 && f[0] == ns && strings.HasPrefix(f[1], prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // burnerManifest is a Deployment whose pod spins a shell loop, capped at
