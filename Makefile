@@ -24,7 +24,7 @@ BUNDLE_DEPS := bundle/go.mod bundle/go.sum assets/versions.env
 KUBE_NAMES := etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy
 UPSTREAM   := $(BIN)/kube $(BIN)/kubectl $(BIN)/agnhost $(BIN)/containerd \
 	$(BIN)/containerd-shim-runc-v2 $(BIN)/crictl $(BIN)/coredns $(BIN)/pause \
-	$(BIN)/local-path-provisioner $(BIN)/registry
+	$(BIN)/local-path-provisioner $(BIN)/registry $(BIN)/metrics-server
 KUBERNIX_SRC := $(shell find cmd pkg assets images -type f 2>/dev/null) go.mod go.sum
 
 .PHONY: all deps bins images build up down test unit integration bench doctor clean fmt vet vet-bundle
@@ -77,6 +77,13 @@ REGISTRY_PKG := github.com/distribution/distribution/v3
 $(BIN)/registry: assets/versions.env
 	GOBIN=$(BIN) $(GO) install -ldflags '-s -w -X $(REGISTRY_PKG)/version.version=$(REGISTRY_VERSION)' \
 		$(REGISTRY_PKG)/cmd/registry@$(REGISTRY_VERSION)
+	touch $@
+
+# Its version where upstream's Makefile puts it (client-go's pkg/version).
+METRICS_SERVER_LDFLAGS := -s -w -X k8s.io/client-go/pkg/version.gitVersion=$(METRICS_SERVER_VERSION)
+$(BIN)/metrics-server: assets/versions.env
+	GOBIN=$(BIN) $(GO) install -ldflags '$(METRICS_SERVER_LDFLAGS)' \
+		sigs.k8s.io/metrics-server/cmd/metrics-server@$(METRICS_SERVER_VERSION)
 	touch $@
 
 $(BIN)/pause: $(wildcard images/pause/*.go)

@@ -21,13 +21,13 @@ func TestRun(t *testing.T) {
 	if err := os.Mkdir(binDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{busybox, filepath.Join(binDir, "pause"), filepath.Join(binDir, "coredns"), filepath.Join(binDir, "agnhost"), filepath.Join(binDir, "local-path-provisioner")} {
+	for _, p := range []string{busybox, filepath.Join(binDir, "pause"), filepath.Join(binDir, "coredns"), filepath.Join(binDir, "agnhost"), filepath.Join(binDir, "local-path-provisioner"), filepath.Join(binDir, "metrics-server")} {
 		if err := os.WriteFile(p, []byte("fake "+filepath.Base(p)), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
 	common := []string{"-bin-dir", binDir, "-out", outDir, "-busybox", busybox}
-	allRefs := []string{images.PauseRef(), images.CoreDNSRef(), images.AgnhostRef(), images.LocalPathProvisionerRef(), images.BusyboxRef()}
+	allRefs := []string{images.PauseRef(), images.CoreDNSRef(), images.AgnhostRef(), images.LocalPathProvisionerRef(), images.BusyboxRef(), images.MetricsServerRef()}
 
 	// The steps run in order: each sees the images the ones before built.
 	steps := []struct {
@@ -40,7 +40,7 @@ func TestRun(t *testing.T) {
 		{name: "cold", args: common, want: prefixed("built ", allRefs)},
 		{name: "warm", args: common, before: sameTimes(dir), want: prefixed("up-to-date ", allRefs)},
 		{name: "forced by name", args: append(append([]string{}, common...), "-force", "coredns"), want: []string{"built " + images.CoreDNSRef()}},
-		{name: "unknown name", args: append(append([]string{}, common...), "pause", "nope"), wantErr: "unknown image nope; known: pause, coredns, agnhost, local-path-provisioner, busybox"},
+		{name: "unknown name", args: append(append([]string{}, common...), "pause", "nope"), wantErr: "unknown image nope; known: pause, coredns, agnhost, local-path-provisioner, busybox, metrics-server"},
 		{name: "no busybox", args: []string{"-bin-dir", binDir, "-out", t.TempDir(), "-busybox", filepath.Join(dir, "none"), "agnhost"}, wantErr: images.BusyboxPackage},
 	}
 	for _, s := range steps {

@@ -1,5 +1,6 @@
 // Package addons is the table of the workloads kubernix can deploy into a
-// cluster once its nodes are Ready (CoreDNS, local-path storage). An addon is a
+// cluster once its nodes are Ready (CoreDNS, local-path storage,
+// metrics-server). An addon is a
 // manifest template under manifests/ plus one entry in Table: the
 // table drives the --addons validation and help, the components `up`
 // registers (apply the manifest, wait for the Deployment), and `status`.
@@ -43,6 +44,34 @@ type Addon struct {
 	Components []string
 	// Default addons are deployed unless --addons says otherwise.
 	Default bool
+	// Serving, if set, is a serving certificate kubernix issues the
+	// addon from the cluster CA; nil for none.
+	Serving *Serving
+}
+
+// Serving is an addon's serving certificate: kubernix issues it from the
+// cluster CA for the addon's Service (pki.Service), writes it to a Secret
+// before it applies the manifest, and sets the caBundle of the addon's
+// APIService to the cluster CA, so the aggregation layer verifies the
+// addon instead of skipping TLS verification.
+type Serving struct {
+	// Service is the "namespace/name" of the Service the certificate is
+	// for, e.g. "kube-system/metrics-server".
+	Service string
+	// Secret is the name of the kubernetes.io/tls Secret in the Service's
+	// namespace that holds tls.crt, tls.key and ca.crt (the cluster CA,
+	// which also signs every kubelet's serving certificate).
+	Secret string
+	// APIService is the name of the manifest's APIService whose
+	// spec.caBundle is set to the cluster CA, e.g. "v1beta1.metrics.k8s.io";
+	// "" for none.
+	APIService string
+}
+
+// ServiceName splits Service into its namespace and name.
+func (s Serving) ServiceName() (namespace, name string) {
+	namespace, name, _ = strings.Cut(s.Service, "/")
+	return namespace, name
 }
 
 // Table lists every addon, in the order they are registered.
@@ -56,6 +85,13 @@ var Table = []Addon{
 		Name: "local-path-storage", Help: "default StorageClass standard, node-local volumes in the state dir",
 		Manifest: "local-path.yaml.tmpl", Images: []string{"local-path-provisioner", "busybox"},
 		Deployment: "local-path-storage/local-path-provisioner", Default: true,
+	},
+	{
+		Name: "metrics-server", Help: "resource metrics for kubectl top and autoscaling",
+		Manifest: "metrics-server.yaml.tmpl", Images: []string{"metrics-server"},
+		Deployment: "kube-system/metrics-server", Default: true,
+		Serving: &Serving{Service: "kube-system/metrics-server", Secret: "metrics-server-tls",
+			APIService: "v1beta1.metrics.k8s.io"},
 	},
 	{
 		Name: LoadBalancer, Help: "LoadBalancer Services get an IP of --loadbalancer-cidr, reachable from the host",

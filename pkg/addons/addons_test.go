@@ -133,3 +133,70 @@ func TestLocalPathConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestServing checks every addon with a serving certificate against its
+// rendered manifest: the Service it is for exists, a pod mounts its
+// Secret, its APIService exists and neither skips TLS verification nor
+// carries a caBundle of its own (kubernix sets it), and no container
+// skips verifying the kubelets.
+func TestServing(t *testing.T) {
+	for _, a := range Table {
+		if a.Serving == nil {
+			continue
+		}
+		t.Run(a.Name, func(t *testing.T) {
+			b, err := a.Render(Params{ClusterDomain: "cluster.local", DNSIP: netip.MustParseAddr("10.96.0.10")})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range strings.Split(string(b), "\n") {
+				if !strings.HasPrefix(strings.TrimSpace(line), "#") && strings.Contains(strings.ToLower(line), "insecure") {
+					t.Errorf("manifest skips TLS verification: %q", line)
+				}
+			}
+			ns, svc := a.Serving.ServiceName()
+			found := map[string]bool{}
+			for _, doc := range strings.Split(string(b), "\n---\n") {
+				var obj struct {
+					Kind     string
+					Metadata struct{ Name, Namespace string }
+					Spec     struct {
+						CABundle string `json:"caBundle"`
+						Template struct {
+							Spec struct {
+								Volumes []struct {
+									Secret *struct {
+										SecretName string `json:"secretName"`
+									}
+								}
+							}
+						}
+					}
+				}
+				if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+					t.Fatal(err)
+				}
+				switch {
+				case obj.Kind == "Service" && obj.Metadata.Namespace == ns && obj.Metadata.Name == svc:
+					found["service"] = true
+				case obj.Kind == "APIService" && obj.Metadata.Name == a.Serving.APIService:
+					found["apiservice"] = true
+					if obj.Spec.CABundle != "" {
+						t.Errorf("APIService %s has a caBundle of its own", obj.Metadata.Name)
+					}
+				case obj.Kind == "Deployment" && obj.Metadata.Namespace == ns:
+					for _, v := range obj.Spec.Template.Spec.Volumes {
+						if v.Secret != nil && v.Secret.SecretName == a.Serving.Secret {
+							found["secret"] = true
+						}
+					}
+				}
+			}
+			for _, what := range []string{"service", "apiservice", "secret"} {
+				if !found[what] {
+					t.Errorf("manifest lacks the %s that Serving %+v names", what, *a.Serving)
+				}
+			}
+		})
+	}
+}

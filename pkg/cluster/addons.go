@@ -91,8 +91,8 @@ func (c *Cluster) readyPodsSince(ctx context.Context, d *appsv1.Deployment, sinc
 }
 
 // apply server-side-applies every object of a multi-document YAML manifest
-// as field manager "kubernix".
-func (c *Cluster) apply(ctx context.Context, manifest []byte) error {
+// as field manager "kubernix", each after edit (if not nil) changed it.
+func (c *Cluster) apply(ctx context.Context, manifest []byte, edit func(*unstructured.Unstructured) error) error {
 	dyn, err := dynamic.NewForConfig(c.restConfig)
 	if err != nil {
 		return err
@@ -109,6 +109,11 @@ func (c *Cluster) apply(ctx context.Context, manifest []byte) error {
 		}
 		if len(obj.Object) == 0 {
 			continue
+		}
+		if edit != nil {
+			if err := edit(&obj); err != nil {
+				return fmt.Errorf("edit %s %s: %w", obj.GetKind(), obj.GetName(), err)
+			}
 		}
 		gvk := obj.GroupVersionKind()
 		m, err := mapper.RESTMapping(gvk.GroupKind(), gvk.Version)

@@ -187,7 +187,7 @@ func describeAddons(p *Plan) ([]components.Description, error) {
 		}
 		apply := components.Description{Name: a.Name + manifestSuffix, Scope: scope, Kind: components.KindTask,
 			Phase: component.Addons, Needs: []string{apiserver.ReadyName}, Manifest: manifest,
-			Summary: "server-side apply the " + a.Name + " manifest (below)"}
+			Summary: "server-side apply the " + a.Name + " manifest (below)" + servingSummary(a.Serving)}
 		out = append(out, apply, components.Description{Name: a.Name, Scope: scope, Kind: components.KindTask,
 			Phase: component.Addons, Needs: []string{apply.ID()}, AfterEarlierPhases: true, Available: a.Deployment,
 			Summary: "wait until Deployment " + a.Deployment + " is Available with its pods Ready since this up began"})

@@ -144,6 +144,7 @@ func (p *Plan) PKISpec() pki.Spec {
 	for _, nd := range p.Nodes {
 		spec.Nodes = append(spec.Nodes, pki.Node{Name: nd.Name, IPs: []net.IP{nd.IP.AsSlice()}})
 	}
+	spec.Services = p.addonServices()
 	return spec
 }
 

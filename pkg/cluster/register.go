@@ -52,7 +52,7 @@ func (c *Cluster) hooks(d components.Description) components.Hooks {
 	}
 	switch {
 	case d.Manifest != nil:
-		h.Task = func(ctx context.Context) error { return c.apply(ctx, d.Manifest) }
+		h.Task = func(ctx context.Context) error { return c.applyAddon(ctx, d) }
 	case d.Available != "":
 		h.Task = func(ctx context.Context) error { return c.waitAvailable(ctx, d.Available) }
 	}

@@ -108,6 +108,7 @@ func TestBuiltins(t *testing.T) {
 		{"local-path-provisioner", LocalPathProvisionerRef(), "local-path-provisioner", "/usr/bin/local-path-provisioner",
 			"local-path-provisioner.tar", "/usr/bin/local-path-provisioner", nil},
 		{"busybox", BusyboxRef(), "", "", "busybox.tar", "/bin/sh", nil},
+		{"metrics-server", MetricsServerRef(), "metrics-server", "/metrics-server", "metrics-server.tar", "/metrics-server", nil},
 	}
 	all := Builtins()
 	if len(all) != len(tests) {

@@ -2,7 +2,7 @@
 //
 // No registry is reachable from a kubernix cluster, so the images that the
 // components ask for by their upstream names (the pod sandbox "pause" image,
-// CoreDNS, and the e2e test image agnhost) are made locally: each is one
+// CoreDNS, the e2e test image agnhost, and metrics-server) are made locally: each is one
 // layer holding a static binary from the bin dir, plus a few extra files,
 // packed with go-containerregistry as a docker-archive tarball tagged with the
 // upstream reference. containerd imports such a tarball under that name.
@@ -93,6 +93,16 @@ func CoreDNSRef() string {
 	return "registry.k8s.io/coredns/coredns:" + assets.Version("COREDNS_VERSION")
 }
 
+// MetricsServerRef is the reference of the metrics-server image under its
+// upstream name (registry.k8s.io/metrics-server/metrics-server, as in the
+// release's components.yaml), tagged with METRICS_SERVER_VERSION of
+// assets/versions.env (the version the Makefile builds), e.g.
+// "registry.k8s.io/metrics-server/metrics-server:v0.8.0". The
+// metrics-server addon's Deployment asks for it.
+func MetricsServerRef() string {
+	return "registry.k8s.io/metrics-server/metrics-server:" + assets.Version("METRICS_SERVER_VERSION")
+}
+
 // AgnhostRef is the reference of the e2e test image agnhost, tagged with
 // AGNHOST_VERSION of assets/versions.env (test/images/agnhost/VERSION in the
 // pinned Kubernetes), e.g. "registry.k8s.io/e2e-test-images/agnhost:2.66.1".
@@ -115,8 +125,8 @@ func LocalPathProvisionerRef() string {
 func BusyboxRef() string { return "docker.io/library/busybox:" + assets.Version("BUSYBOX_VERSION") }
 
 // Builtins returns the built-in images, in a fixed order: pause, coredns,
-// agnhost, local-path-provisioner, busybox. The slice is new on every call;
-// callers may change it.
+// agnhost, local-path-provisioner, busybox, metrics-server. The slice is new
+// on every call; callers may change it.
 func Builtins() []Builtin {
 	return []Builtin{
 		{
@@ -160,6 +170,14 @@ func Builtins() []Builtin {
 			Ref:        BusyboxRef(),
 			Entrypoint: []string{"/bin/sh"},
 			Extra:      busyboxFiles(),
+		},
+		{
+			// Upstream's is distroless: the binary alone, no shell.
+			Name:       "metrics-server",
+			Ref:        MetricsServerRef(),
+			Binary:     "metrics-server",
+			Path:       "/metrics-server",
+			Entrypoint: []string{"/metrics-server"},
 		},
 	}
 }

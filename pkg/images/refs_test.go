@@ -16,8 +16,8 @@ import (
 // them: each image is tagged with its pinned version from
 // assets/versions.env (which the Makefile builds), and the pause and
 // CoreDNS images carry exactly the refs that containerd's sandbox setting
-// and the CoreDNS addon ask for. Bumping a version in one place only would
-// make pods ask for an image that was never built.
+// and the CoreDNS and metrics-server addons ask for. Bumping a version in
+// one place only would make pods ask for an image that was never built.
 func TestBuiltinRefsMatchComponents(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -31,6 +31,7 @@ func TestBuiltinRefsMatchComponents(t *testing.T) {
 		{"agnhost", "AGNHOST_VERSION", ""},
 		{"local-path-provisioner", "LOCAL_PATH_PROVISIONER_VERSION", addonImage(t, "local-path-storage", "rancher/local-path-provisioner")},
 		{"busybox", "BUSYBOX_VERSION", addonImage(t, "local-path-storage", "library/busybox")},
+		{"metrics-server", "METRICS_SERVER_VERSION", addonImage(t, "metrics-server", "metrics-server/metrics-server")},
 	}
 	if n := len(images.Builtins()); n != len(tests) {
 		t.Fatalf("Builtins() has %d images, the test knows %d: add the new one here", n, len(tests))

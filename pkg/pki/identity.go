@@ -111,7 +111,21 @@ func (s Spec) identities() []identity {
 			},
 		)
 	}
+	for _, svc := range s.Services {
+		ids = append(ids, identity{pair: s.pair(serviceFile(svc)), cn: svc.Name + "." + svc.Namespace + ".svc",
+			usages: serverAuth, dns: svc.dnsNames()})
+	}
 	return ids
+}
+
+// dnsNames are the DNS SANs of the Service's serving certificate.
+func (s Service) dnsNames() []string {
+	svc := s.Name + "." + s.Namespace + ".svc"
+	names := []string{s.Name, s.Name + "." + s.Namespace, svc}
+	if s.ClusterDomain != "" {
+		names = append(names, svc+"."+s.ClusterDomain)
+	}
+	return names
 }
 
 // uniqueIPs drops repeated addresses (127.0.0.1 given as 4 or 16 bytes is

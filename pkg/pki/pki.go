@@ -99,6 +99,10 @@ type Spec struct {
 	EtcdIPs []net.IP
 	// Nodes get one kubelet serving and one kubelet client certificate each.
 	Nodes []Node
+	// Services get one serving certificate each: in-cluster servers that
+	// the apiserver dials by their Service's name, such as an aggregated
+	// apiserver (metrics-server) behind an APIService.
+	Services []Service
 	// Validity is the lifetime of newly issued leaf certificates;
 	// DefaultValidity if zero. It is capped at the CA's expiry. A value of
 	// RenewBefore or less makes every Ensure reissue the leaves.
@@ -114,6 +118,22 @@ type Node struct {
 	// IPs are the IP SANs of the kubelet serving certificate.
 	IPs []net.IP
 }
+
+// Service is an in-cluster Service whose pods serve TLS with a
+// certificate of the cluster CA. Its DNS SANs are <Name>,
+// <Name>.<Namespace>, <Name>.<Namespace>.svc (the name the aggregation
+// layer verifies, k8s.io/kube-aggregator's proxy handler) and, with
+// ClusterDomain, <Name>.<Namespace>.svc.<ClusterDomain>.
+type Service struct {
+	// Name and Namespace name the Service (DNS-1123 labels).
+	Name, Namespace string
+	// ClusterDomain is the cluster's DNS domain, e.g. "cluster.local";
+	// "" leaves the fully qualified name out.
+	ClusterDomain string
+}
+
+// Key is the Service's "namespace/name", its key in Bundle.Services.
+func (s Service) Key() string { return s.Namespace + "/" + s.Name }
 
 // Pair is the path of a PEM certificate and the path of its PEM private key.
 type Pair struct {
@@ -188,6 +208,10 @@ type Bundle struct {
 
 	// Kubelets holds the certificates of each node, by node name.
 	Kubelets map[string]KubeletPair
+
+	// Services holds the serving certificate of each Spec.Services, by
+	// Service.Key.
+	Services map[string]Pair
 
 	// ServiceAccountKey is the path of the service-account signing key
 	// (0600): ECDSA P-256 (SEC 1 PEM), or the RSA key of an older kubernix
@@ -300,10 +324,34 @@ func (s Spec) validate() error {
 		seen[n.Name] = true
 		errs = append(errs, checkIPs(fmt.Sprintf("node %q IP", n.Name), n.IPs)...)
 	}
+	errs = append(errs, s.checkServices()...)
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("pki: invalid spec: %w", err)
 	}
 	return nil
+}
+
+// checkServices reports every bad or repeated name of Spec.Services.
+func (s Spec) checkServices() []error {
+	var errs []error
+	seen := map[string]bool{}
+	for i, svc := range s.Services {
+		for _, part := range []struct{ what, value string }{{"name", svc.Name}, {"namespace", svc.Namespace}} {
+			for _, msg := range validation.IsDNS1123Label(part.value) {
+				errs = append(errs, fmt.Errorf("service %d %s %q: %s", i, part.what, part.value, msg))
+			}
+		}
+		if svc.ClusterDomain != "" {
+			for _, msg := range validation.IsDNS1123Subdomain(svc.ClusterDomain) {
+				errs = append(errs, fmt.Errorf("service %d cluster domain %q: %s", i, svc.ClusterDomain, msg))
+			}
+		}
+		if seen[svc.Key()] {
+			errs = append(errs, fmt.Errorf("service %d %q: duplicate", i, svc.Key()))
+		}
+		seen[svc.Key()] = true
+	}
+	return errs
 }
 
 func checkIPs(what string, ips []net.IP) []error {
@@ -348,6 +396,12 @@ func kubeletFiles(node string) (serving, client string) {
 	return filepath.Join(dir, "serving"), filepath.Join(dir, "client")
 }
 
+// serviceFile returns the file name of a Service's serving certificate,
+// in a directory per namespace.
+func serviceFile(svc Service) string {
+	return filepath.Join("service", svc.Namespace, svc.Name)
+}
+
 func (s Spec) pair(name string) Pair {
 	p := filepath.Join(s.Dir, name)
 	return Pair{Cert: p + ".crt", Key: p + ".key"}
@@ -381,6 +435,10 @@ func (s Spec) bundle() *Bundle {
 	for _, n := range s.Nodes {
 		serving, client := kubeletFiles(n.Name)
 		b.Kubelets[n.Name] = KubeletPair{Serving: s.pair(serving), Client: s.pair(client)}
+	}
+	b.Services = make(map[string]Pair, len(s.Services))
+	for _, svc := range s.Services {
+		b.Services[svc.Key()] = s.pair(serviceFile(svc))
 	}
 	return b
 }

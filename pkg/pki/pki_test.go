@@ -163,6 +163,22 @@ func checkBundle(t *testing.T, spec Spec, b *Bundle, fresh bool) {
 			leafWant{"kubelet-client-" + n.Name, "cluster", k.Client, "system:node:" + n.Name, []string{"system:nodes"}, client, nil, nil},
 		)
 	}
+	if len(b.Services) != len(spec.Services) {
+		t.Errorf("bundle has %d services, want %d", len(b.Services), len(spec.Services))
+	}
+	for _, svc := range spec.Services {
+		pair, ok := b.Services[svc.Key()]
+		if !ok {
+			t.Errorf("bundle lacks service %s", svc.Key())
+			continue
+		}
+		fqdn := svc.Name + "." + svc.Namespace + ".svc"
+		dns := []string{svc.Name, svc.Name + "." + svc.Namespace, fqdn}
+		if svc.ClusterDomain != "" {
+			dns = append(dns, fqdn+"."+svc.ClusterDomain)
+		}
+		tests = append(tests, leafWant{"service-" + svc.Key(), "cluster", pair, fqdn, nil, server, nil, dns})
+	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			checkMode(t, tt.pair.Cert, 0o644)
@@ -287,6 +303,10 @@ func TestEnsureCreates(t *testing.T) {
 			s.Nodes = append(s.Nodes,
 				Node{Name: "node-2", IPs: ips("10.10.0.3")},
 				Node{Name: "node-3.example", IPs: ips("10.10.0.4", "fd00::4")})
+			s.Services = []Service{
+				{Name: "metrics-server", Namespace: "kube-system", ClusterDomain: "cluster.local"},
+				{Name: "api", Namespace: "default"},
+			}
 			return s
 		}},
 		{"no nodes, dir exists with wrong mode", func(dir string) Spec {
@@ -313,9 +333,10 @@ func TestEnsureCreates(t *testing.T) {
 			if !slices.Equal(gen, files) {
 				t.Errorf("Generated %q, files on disk %q", gen, files)
 			}
-			// 3 CAs and 14 leaves, 2 per node; each a certificate and a
-			// key; and the service-account key pair and encryption config.
-			if want := 2*(17+2*len(spec.Nodes)) + 3; len(files) != want {
+			// 3 CAs and 14 leaves, 2 per node, 1 per service; each a
+			// certificate and a key; and the service-account key pair and
+			// encryption config.
+			if want := 2*(17+2*len(spec.Nodes)+len(spec.Services)) + 3; len(files) != want {
 				t.Errorf("%d files, want %d: %q", len(files), want, files)
 			}
 		})
@@ -713,6 +734,11 @@ func TestEnsureInvalidSpec(t *testing.T) {
 		{"bad nodes", Spec{Dir: "d", ClusterName: "c", Nodes: []Node{
 			{Name: "../etc"}, {Name: "a"}, {Name: "a"}, {Name: ""}, {Name: "b", IPs: []net.IP{{1}}}}},
 			[]string{`node 0 name "../etc"`, `node 2 name "a": duplicate`, `node 3 name ""`, `node "b" IP 0`}},
+		{"bad services", Spec{Dir: "d", ClusterName: "c", Services: []Service{
+			{Name: "a.b", Namespace: "ns"}, {Name: "s", Namespace: ""}, {Name: "s", Namespace: "ns", ClusterDomain: "Bad_Domain"},
+			{Name: "s", Namespace: "ns"}}},
+			[]string{`service 0 name "a.b"`, `service 1 namespace ""`, `service 2 cluster domain "Bad_Domain"`,
+				`service 3 "ns/s": duplicate`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
