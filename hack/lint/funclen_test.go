@@ -151,7 +151,6 @@ func skipDir(path, name string) bool {
 	return err == nil
 }
 
-
 // longFuncsInFile parses root/rel and returns its over-long functions keyed
 // "rel:name".
 func longFuncsInFile(t *testing.T, root, rel string) []longFunc {

@@ -6,7 +6,9 @@ import (
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/config"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/kubernix/kubernix/pkg/component"
@@ -123,5 +125,23 @@ func TestAddonComponents(t *testing.T) {
 	}
 	if ports := HostPorts(plan.Cfg); slices.ContainsFunc(ports, func(hp HostPort) bool { return hp.Port == plan.Cfg.RegistryPort }) {
 		t.Errorf("without the registry addon its port is still checked: %v", ports)
+	}
+}
+
+// TestCheckAddonImages checks that a missing tarball of an enabled
+// addon's image is named, and that one of a disabled addon is not needed.
+func TestCheckAddonImages(t *testing.T) {
+	plan := testPlan(t, 1)
+	plan.ImagesDir = t.TempDir()
+	plan.Cfg.Addons = []string{"coredns"}
+	err := CheckAddonImages(plan)
+	if err == nil || !strings.Contains(err.Error(), "coredns.tar (addon coredns)") {
+		t.Fatalf("CheckAddonImages without coredns.tar = %v, want it named", err)
+	}
+	if err := os.WriteFile(filepath.Join(plan.ImagesDir, "coredns.tar"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckAddonImages(plan); err != nil {
+		t.Errorf("CheckAddonImages with coredns.tar = %v, want nil (metrics-server is not enabled)", err)
 	}
 }

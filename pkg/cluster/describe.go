@@ -318,3 +318,25 @@ func (p *Plan) kubeProxySpec(nd *node.Node) kubeproxy.Spec {
 		SetConntrack: false, ToolDir: np.KubeProxyPath(), NFT: p.Bin("nft"),
 	}
 }
+
+// CheckAddonImages returns an error naming each built-in image an enabled
+// addon runs (addons.Addon.Images) whose tarball is missing from the
+// plan's images dir, and how to get it: without it the addon would never
+// become Available and up would wait for nothing.
+func CheckAddonImages(p *Plan) error {
+	var missing []string
+	for _, name := range p.Cfg.Addons {
+		a, _ := addons.Lookup(name)
+		for _, img := range a.Images {
+			b, ok := images.Lookup(img)
+			if !ok || !host.Exists(filepath.Join(p.ImagesDir, b.FileName())) {
+				missing = append(missing, fmt.Sprintf("%s (addon %s)", b.FileName(), a.Name))
+			}
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("built-in images missing from %s: %s; run `make images`, or leave the addon out of --addons",
+			p.ImagesDir, strings.Join(missing, ", "))
+	}
+	return nil
+}

@@ -96,6 +96,9 @@ func Up(ctx context.Context, plan *Plan, log *slog.Logger, opts Options) (*Clust
 	if err := CheckName(plan); err != nil {
 		return nil, err
 	}
+	if err := CheckAddonImages(plan); err != nil {
+		return nil, err
+	}
 	if err := Preflight(plan.Cfg); err != nil {
 		return nil, err
 	}
