@@ -54,7 +54,7 @@ func (b *bench) run(ctx context.Context) (err error) {
 	// A private kubeconfig: up merges the context into it, down removes it.
 	kubeconfig := filepath.Join(tmp, "kubeconfig")
 	b.k = Kubernix{
-		BinDir: o.binDir, Layout: layout, CIDR: o.cidr, Timeout: o.timeout,
+		BinDir: o.binDir, Layout: layout, CIDR: o.cidr, Timeout: o.timeout, Addons: o.addons,
 		Run: Runner{Env: benchEnv(os.Environ(), kubeconfig), Log: logFile},
 	}
 	fmt.Fprintf(b.stdout, "bench: cluster %s in %s, cidr %s; transcript in %s\n", o.name, o.stateDir, o.cidr, logPath)
@@ -68,7 +68,7 @@ func (b *bench) run(ctx context.Context) (err error) {
 // settings are the options as recorded in the report.
 func (o options) settings() Settings {
 	return Settings{
-		Nodes: o.nodes, Runs: o.runs, ColdRuns: o.cold, Name: o.name, StateDir: o.stateDir, CIDR: o.cidr,
+		Nodes: o.nodes, Runs: o.runs, ColdRuns: o.cold, Name: o.name, StateDir: o.stateDir, CIDR: o.cidr, Addons: o.addons,
 		RSSDelaySeconds: o.rssDelay.Seconds(), TimeoutSeconds: o.timeout.Seconds(),
 		SkipImport: o.skipImport, ImportNodes: o.importNodes,
 	}

@@ -128,7 +128,9 @@ type Kubernix struct {
 	CIDR   string
 	// Timeout bounds each command; up also gets it as --timeout.
 	Timeout time.Duration
-	Run     Runner
+	// Addons, if set, is every up's --addons.
+	Addons string
+	Run    Runner
 }
 
 func (k Kubernix) bin(name string) string { return filepath.Join(k.BinDir, name) }
@@ -152,6 +154,9 @@ func (k Kubernix) run(ctx context.Context, args ...string) ([]byte, time.Duratio
 func (k Kubernix) Up(ctx context.Context, nodes int) (time.Duration, []procID, error) {
 	args := append([]string{"up", "--detach", "--timeout", k.Timeout.String(),
 		"--cidr", k.CIDR, "--nodes", strconv.Itoa(nodes)}, k.cluster()...)
+	if k.Addons != "" {
+		args = append(args, "--addons", k.Addons)
+	}
 	seen := map[procID]bool{}
 	watch := func(pid int, exited <-chan struct{}) {
 		tick := time.NewTicker(200 * time.Millisecond)

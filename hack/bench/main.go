@@ -77,6 +77,7 @@ type options struct {
 	importMB    int
 	importNodes intList
 	keepState   bool
+	addons      string
 }
 
 // run is bench: it parses args, measures, and writes the report.
@@ -132,6 +133,7 @@ func newFlagSet(stderr io.Writer, o *options) *flag.FlagSet {
 	fs.DurationVar(&o.rssDelay, "rss-delay", 5*time.Second, "how long after up returned the memory is sampled")
 	fs.IntVar(&o.importMB, "import-mb", 50, "size of the generated image's layer, in MB (10^6 bytes)")
 	fs.Var(&o.importNodes, "import-nodes", "comma-separated sizes at which the image import is timed")
+	fs.StringVar(&o.addons, "addons", "", "--addons of every up, e.g. coredns (default: kubernix's default addons)")
 	fs.BoolVar(&o.keepState, "keep-state", false, "keep the state dir (component logs) after the last run; it is kept anyway when a run failed")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: bench [flags]\n")

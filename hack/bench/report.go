@@ -71,10 +71,12 @@ type Settings struct {
 	Nodes []int `json:"nodes"`
 	Runs  int   `json:"runs"`
 	// ColdRuns of each size's Runs start from a fresh state dir.
-	ColdRuns        int     `json:"cold_runs"`
-	Name            string  `json:"name"`
-	StateDir        string  `json:"state_dir"`
-	CIDR            string  `json:"cidr"`
+	ColdRuns int    `json:"cold_runs"`
+	Name     string `json:"name"`
+	StateDir string `json:"state_dir"`
+	CIDR     string `json:"cidr"`
+	// Addons is every up's --addons; "" for kubernix's default.
+	Addons          string  `json:"addons,omitempty"`
 	RSSDelaySeconds float64 `json:"rss_delay_seconds"`
 	TimeoutSeconds  float64 `json:"timeout_seconds"`
 	SkipImport      bool    `json:"skip_import"`
@@ -576,9 +578,13 @@ func (r *Report) Markdown(w io.Writer) error {
 		p(", %s %s", strings.TrimSuffix(strings.ToLower(k), "_version"), r.Versions.Upstream[k])
 	}
 	p("\n")
-	p("- settings: nodes %s × %d run(s) (%d cold), cluster `%s`, state dir `%s`, cidr %s; took %s\n",
+	addons := r.Settings.Addons
+	if addons == "" {
+		addons = "default"
+	}
+	p("- settings: nodes %s × %d run(s) (%d cold), cluster `%s`, state dir `%s`, cidr %s, addons %s; took %s\n",
 		joinInts(r.Settings.Nodes), r.Settings.Runs, r.Settings.ColdRuns, r.Settings.Name, r.Settings.StateDir, r.Settings.CIDR,
-		r.Finished.Sub(r.Started).Round(time.Second))
+		addons, r.Finished.Sub(r.Started).Round(time.Second))
 	p("\nValues are `median [min–max]` over the runs of a row. *cold*: fresh state dir (PKI generated, empty etcd and\n")
 	p("containerd stores); *warm*: the previous run's state dir (PKI, etcd data and images reused).\n")
 
