@@ -163,8 +163,10 @@ func (p *Plan) describeNode(nd *node.Node) ([]components.Description, error) {
 	return append(out, ctrd, kl, kp), nil
 }
 
-// describeAddons describes each addon of the config (addons.Table) as
-// two tasks of the Addons phase. The first applies its manifest as soon
+// describeAddons describes each addon of the config (addons.Table) that
+// has a manifest as two tasks of the Addons phase (an addon of processes
+// alone, such as the registry, is described by its own describer, which
+// checks that it is enabled). The first applies its manifest as soon
 // as the apiserver is ready, so that the controllers create its pods
 // while the nodes boot and the scheduler binds them the moment a node is
 // Ready. The second waits, after everything else that starts before the
