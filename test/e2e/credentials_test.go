@@ -35,11 +35,7 @@ func TestCredentials(t *testing.T) {
 	e := newEnv(t, "e2e-creds", "10.62.0.0/16")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	t.Cleanup(func() {
-		if out, code := e.kubernix(context.Background(), "down"); code != 0 {
-			t.Logf("cleanup down exited %d:\n%s", code, out)
-		}
-	})
+	e.downOnCleanup()
 	t.Logf("up:\n%s", e.mustKubernix(ctx, "up", "--detach"))
 	paths := config.Paths{State: e.stateDir}
 	pkiDir := paths.PKI()

@@ -69,16 +69,7 @@ func TestFakeComponent(t *testing.T) {
 		}
 	}
 
-	sup := readPid(t, filepath.Join(e.stateDir, "run", "supervisor", "kubernix", "pid"))
-	if err := syscall.Kill(sup, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 10*time.Second, "supervisor gone", func() error {
-		if syscall.Kill(sup, 0) == nil {
-			return fmt.Errorf("pid %d alive", sup)
-		}
-		return nil
-	})
+	e.killSupervisor(t)
 	for scope, pid := range pids {
 		if !running(pid) {
 			t.Fatalf("fake component of %s (pid %d) died with the supervisor: the test proves nothing", scope, pid)

@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -270,4 +271,33 @@ func requireIntegration(t *testing.T, what string) string {
 		t.Skip("integration test: KUBERNIX_BIN_DIR is not set (`make test` sets it after building the binaries)")
 	}
 	return binDir
+}
+
+// killSupervisor SIGKILLs the cluster's supervisor, as a crash would, and
+// waits until it is gone.
+func (e *env) killSupervisor(t *testing.T) {
+	t.Helper()
+	sup := readPid(t, filepath.Join(e.stateDir, "run", "supervisor", "kubernix", "pid"))
+	if err := syscall.Kill(sup, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, 10*time.Second, "supervisor gone", func() error {
+		if syscall.Kill(sup, 0) == nil {
+			return fmt.Errorf("pid %d alive", sup)
+		}
+		return nil
+	})
+}
+
+// checkRefusedLeftNothing checks, after an up that was refused, that the
+// host holds nothing of the cluster's single node and that the state dir
+// still holds just before (dirList).
+func (e *env) checkRefusedLeftNothing(t *testing.T, before []string) {
+	t.Helper()
+	if left := e.leftovers([]string{e.name + "-node-0"}, false); len(left) > 0 {
+		t.Errorf("refused up left:\n%s", strings.Join(left, "\n"))
+	}
+	if after := dirList(t, e.stateDir); strings.Join(after, ",") != strings.Join(before, ",") {
+		t.Errorf("refused up changed the state dir: %q, then %q", before, after)
+	}
 }

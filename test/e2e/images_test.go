@@ -40,11 +40,7 @@ func TestImages(t *testing.T) {
 	nodes := []string{"e2e-images-node-0", "e2e-images-node-1"}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	t.Cleanup(func() {
-		if out, code := e.kubernix(context.Background(), "down"); code != 0 {
-			t.Logf("cleanup down exited %d:\n%s", code, out)
-		}
-	})
+	e.downOnCleanup()
 	folder := filepath.Join(e.stateDir, "images")
 	if err := os.MkdirAll(folder, 0o755); err != nil {
 		t.Fatal(err)

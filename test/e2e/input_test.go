@@ -67,12 +67,7 @@ func TestInputRefused(t *testing.T) {
 			if code != 2 || !strings.Contains(out, tt.want) {
 				t.Fatalf("up %s: exit %d, output:\n%s\nwant exit 2 mentioning %q", strings.Join(tt.args, " "), code, out, tt.want)
 			}
-			if left := e.leftovers([]string{e.name + "-node-0"}, false); len(left) > 0 {
-				t.Errorf("refused up left:\n%s", strings.Join(left, "\n"))
-			}
-			if after := dirList(t, e.stateDir); strings.Join(after, ",") != strings.Join(before, ",") {
-				t.Errorf("refused up changed the state dir: %q, then %q", before, after)
-			}
+			e.checkRefusedLeftNothing(t, before)
 		})
 	}
 }

@@ -118,16 +118,7 @@ func TestKubeconfigSudo(t *testing.T) {
 		t.Errorf("kubectl as %s: %v: %s%s", u.name, err, stdout.String(), stderr.String())
 	}
 
-	sup := readPid(t, filepath.Join(e.stateDir, "run", "supervisor", "kubernix", "pid"))
-	if err := syscall.Kill(sup, syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, 10*time.Second, "supervisor gone", func() error {
-		if syscall.Kill(sup, 0) == nil {
-			return os.ErrExist
-		}
-		return nil
-	})
+	e.killSupervisor(t)
 	otherCfg := filepath.Join(dir, "other-kubeconfig")
 	downEnv := append(environWithout("PATH", "HOME", "KUBECONFIG", "SUDO_USER", "SUDO_UID", "SUDO_GID"),
 		"HOME="+filepath.Join(dir, "other-home"), "KUBECONFIG="+otherCfg, "PATH="+e.binDir+":"+os.Getenv("PATH"))

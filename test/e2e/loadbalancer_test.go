@@ -53,11 +53,7 @@ func TestLoadBalancer(t *testing.T) {
 	e := newEnv(t, "lb-e2e", lbCIDR, "--nodes", "2")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	t.Cleanup(func() {
-		if out, code := e.kubernix(context.Background(), "down"); code != 0 {
-			t.Logf("cleanup down exited %d:\n%s", code, out)
-		}
-	})
+	e.downOnCleanup()
 	t.Logf("up:\n%s", e.mustKubernix(ctx, "up", "--detach"))
 	if out := e.mustKubernix(ctx, "config", "view"); !strings.Contains(out, "loadbalancer_cidr = '10.163.32.0/20'") {
 		t.Errorf("config view does not show the pool:\n%s", out)
@@ -199,12 +195,7 @@ func TestLoadBalancerPoolRefused(t *testing.T) {
 			if code != 2 || !strings.Contains(out, tt.want) {
 				t.Fatalf("up --loadbalancer-cidr %s: exit %d, output:\n%s\nwant exit 2 mentioning %q", tt.pool, code, out, tt.want)
 			}
-			if left := e.leftovers([]string{e.name + "-node-0"}, false); len(left) > 0 {
-				t.Errorf("refused up left:\n%s", strings.Join(left, "\n"))
-			}
-			if after := dirList(t, e.stateDir); strings.Join(after, ",") != strings.Join(before, ",") {
-				t.Errorf("refused up changed the state dir: %q, then %q", before, after)
-			}
+			e.checkRefusedLeftNothing(t, before)
 		})
 	}
 }

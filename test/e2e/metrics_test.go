@@ -28,11 +28,7 @@ func TestMetrics(t *testing.T) {
 	nodes := []string{"e2e-metrics-node-0", "e2e-metrics-node-1"}
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	t.Cleanup(func() {
-		if out, code := e.kubernix(context.Background(), "down"); code != 0 {
-			t.Logf("cleanup down exited %d:\n%s", code, out)
-		}
-	})
+	e.downOnCleanup()
 	t.Logf("up:\n%s", e.mustKubernix(ctx, "up", "--detach"))
 
 	t.Run("APIService verified by the cluster CA and Available", func(t *testing.T) {

@@ -26,11 +26,7 @@ func TestMultiNode(t *testing.T) {
 	nodes := []string{"e2e-multi-node-0", "e2e-multi-node-1", "e2e-multi-node-2"}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
-	t.Cleanup(func() {
-		if out, code := e.kubernix(context.Background(), "down"); code != 0 {
-			t.Logf("cleanup down exited %d:\n%s", code, out)
-		}
-	})
+	e.downOnCleanup()
 	t.Logf("up:\n%s", e.mustKubernix(ctx, "up", "--detach"))
 
 	t.Run("3 Ready nodes with their own IP and pod CIDR", func(t *testing.T) {
@@ -185,16 +181,7 @@ func TestMultiNode(t *testing.T) {
 	})
 
 	t.Run("SIGKILLed supervisor, then down leaves nothing, then up again", func(t *testing.T) {
-		sup := readPid(t, filepath.Join(e.stateDir, "run", "supervisor", "kubernix", "pid"))
-		if err := syscall.Kill(sup, syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, 10*time.Second, "supervisor gone", func() error {
-			if syscall.Kill(sup, 0) == nil {
-				return fmt.Errorf("pid %d alive", sup)
-			}
-			return nil
-		})
+		e.killSupervisor(t)
 		e.mustKubernix(ctx, "down")
 		if left := e.leftovers(nodes, false); len(left) > 0 {
 			t.Fatalf("down after SIGKILL left:\n%s", strings.Join(left, "\n"))

@@ -80,12 +80,7 @@ func TestRegistryPortInUse(t *testing.T) {
 	if code != 2 || !strings.Contains(out, want) || !strings.Contains(out, "choose another --registry-port") {
 		t.Fatalf("up --registry-port %s (taken): exit %d, output:\n%s\nwant exit 2 mentioning %q and --registry-port", port, code, out, want)
 	}
-	if left := e.leftovers([]string{e.name + "-node-0"}, false); len(left) > 0 {
-		t.Errorf("refused up left:\n%s", strings.Join(left, "\n"))
-	}
-	if after := dirList(t, e.stateDir); strings.Join(after, ",") != strings.Join(before, ",") {
-		t.Errorf("refused up changed the state dir: %q, then %q", before, after)
-	}
+	e.checkRefusedLeftNothing(t, before)
 }
 
 // TestRegistryRootless is TestRegistry reduced, rootless: as an ordinary

@@ -85,11 +85,7 @@ func TestSingleNode(t *testing.T) {
 	e := newEnv(t, "e2e-single", "10.201.0.0/16", "--executor", "process")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	t.Cleanup(func() {
-		if out, code := e.kubernix(context.Background(), "down"); code != 0 {
-			t.Logf("cleanup down exited %d:\n%s", code, out)
-		}
-	})
+	e.downOnCleanup()
 
 	out := e.mustKubernix(ctx, "up", "--detach")
 	t.Logf("up:\n%s", out)
