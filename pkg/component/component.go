@@ -339,8 +339,24 @@ func (r *Registry) needs() (map[string][]string, error) {
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
-	// Within a phase, needs could loop: walk them depth first.
-	state := map[string]int{} // 1 visiting, 2 done
+	// Within a phase, needs could loop.
+	names := make([]string, len(r.components))
+	for i, c := range r.components {
+		names[i] = c.Name()
+	}
+	if _, err := Order(names, func(name string) []string { return out[name] }); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// Order returns names ordered so that each comes after the names it needs
+// (needs(name), each a member of names), depth first in the given order:
+// ties keep that order. It errors, naming the path, when needs form a
+// cycle.
+func Order(names []string, needs func(name string) []string) ([]string, error) {
+	state := map[string]int{} // 1 visiting, 2 placed
+	out := make([]string, 0, len(names))
 	var visit func(name string, path []string) error
 	visit = func(name string, path []string) error {
 		switch state[name] {
@@ -350,16 +366,17 @@ func (r *Registry) needs() (map[string][]string, error) {
 			return nil
 		}
 		state[name] = 1
-		for _, n := range out[name] {
+		for _, n := range needs(name) {
 			if err := visit(n, append(path, name)); err != nil {
 				return err
 			}
 		}
 		state[name] = 2
+		out = append(out, name)
 		return nil
 	}
-	for _, c := range r.components {
-		if err := visit(c.Name(), nil); err != nil {
+	for _, name := range names {
+		if err := visit(name, nil); err != nil {
 			return nil, err
 		}
 	}

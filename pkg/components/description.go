@@ -211,48 +211,34 @@ func ResolveNeeds(ds []Description) []Description {
 // for (its Needs, resolved by ResolveNeeds), phase by phase, ties kept in
 // the given order. It errors on a need that is not in ds or on a cycle.
 func StartOrder(ds []Description) ([]Description, error) {
-	byID := map[string]int{}
-	for i, d := range ds {
-		byID[d.ID()] = i
+	byID := map[string]Description{}
+	needs := map[string][]string{}
+	for _, d := range ResolveNeeds(ds) {
+		needs[d.ID()] = d.Needs
 	}
-	deps := make([][]int, len(ds))
-	for i, d := range ResolveNeeds(ds) {
-		for _, n := range d.Needs {
-			j, ok := byID[n]
-			if !ok {
+	var ids []string // by phase, ties in the given order
+	for _, ph := range component.Phases {
+		for _, d := range ds {
+			if d.Phase == ph {
+				byID[d.ID()] = d
+				ids = append(ids, d.ID())
+			}
+		}
+	}
+	for _, d := range ds {
+		for _, n := range needs[d.ID()] {
+			if _, ok := byID[n]; !ok {
 				return nil, fmt.Errorf("component %s needs %s, which is not described", d.ID(), n)
 			}
-			deps[i] = append(deps[i], j)
 		}
 	}
-	state := make([]int, len(ds)) // 1 visiting, 2 placed
-	out := make([]Description, 0, len(ds))
-	var visit func(i int, path []string) error
-	visit = func(i int, path []string) error {
-		switch state[i] {
-		case 1:
-			return fmt.Errorf("components need each other in a cycle: %s", strings.Join(append(path, ds[i].ID()), " -> "))
-		case 2:
-			return nil
-		}
-		state[i] = 1
-		for _, j := range deps[i] {
-			if err := visit(j, append(path, ds[i].ID())); err != nil {
-				return err
-			}
-		}
-		state[i] = 2
-		out = append(out, ds[i])
-		return nil
+	order, err := component.Order(ids, func(id string) []string { return needs[id] })
+	if err != nil {
+		return nil, err
 	}
-	for _, ph := range component.Phases {
-		for i, d := range ds {
-			if d.Phase == ph {
-				if err := visit(i, nil); err != nil {
-					return nil, err
-				}
-			}
-		}
+	out := make([]Description, len(order))
+	for i, id := range order {
+		out[i] = byID[id]
 	}
 	return out, nil
 }
