@@ -15,6 +15,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/cli/down"
 	"github.com/kubernix/kubernix/pkg/cli/envcmd"
 	"github.com/kubernix/kubernix/pkg/cli/image"
+	"github.com/kubernix/kubernix/pkg/cli/kubeconfigcmd"
 	"github.com/kubernix/kubernix/pkg/cli/logs"
 	"github.com/kubernix/kubernix/pkg/cli/ociwrap"
 	"github.com/kubernix/kubernix/pkg/cli/sandbox"
@@ -70,6 +71,7 @@ func NewRootCommand(streams common.Streams, environ []string) *cobra.Command {
 		image.NewCommand(env),
 		envcmd.NewEnvCommand(env),
 		envcmd.NewShellCommand(env),
+		kubeconfigcmd.NewCommand(env),
 		sandbox.NewCommand(env),
 		ociwrap.NewCommand(env),
 		cloudcontroller.NewCommand(env),

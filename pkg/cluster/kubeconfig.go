@@ -5,11 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
+
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/kubeconfig"
+	"github.com/kubernix/kubernix/pkg/pki"
 )
 
 // UserKubeconfig is what <state>/user-kubeconfig.json records: the user's
@@ -57,14 +61,17 @@ func (c *Cluster) mergeUserKubeconfig() (warning string) {
 }
 
 // userKubeconfigTarget is where up merges the context:
-// Options.KubeconfigPath if set, else the invoking user's kubeconfig
-// (kubeconfig.UserTarget). A rootless cluster's supervisor is root only in
-// its user namespace, where sudo's variables do not apply: it writes the
-// kubeconfig of the user it runs as.
+// Options.KubeconfigPath if set, else the config's Kubeconfig (--kubeconfig)
+// if set, else the invoking user's kubeconfig (kubeconfig.UserTarget). A
+// rootless cluster's supervisor is root only in its user namespace, where
+// sudo's variables do not apply: it writes the kubeconfig of the user it
+// runs as.
 func (c *Cluster) userKubeconfigTarget() (kubeconfig.Target, error) {
 	switch {
 	case c.opts.KubeconfigPath != "":
 		return kubeconfig.Target{Path: c.opts.KubeconfigPath}, nil
+	case c.Plan.Cfg.Kubeconfig != "":
+		return kubeconfig.Target{Path: c.Plan.Cfg.Kubeconfig}, nil
 	case c.Plan.Rootless:
 		return kubeconfig.ProcessTarget()
 	}
@@ -94,6 +101,34 @@ func removeUserKubeconfig(plan *Plan, log *slog.Logger) error {
 		return nil
 	}
 	return removeIfExists(UserKubeconfigFile(plan.Paths))
+}
+
+// APIServerURL is the apiserver's URL on the cluster bridge,
+// https://<bridge host address>:<Cfg.APIServerPort>: where the nodes'
+// kubelets and kube-proxies reach it (their kubeconfigs hold it), and
+// pods through the kubernetes Service, whose endpoint it is. For a
+// cluster run as root the bridge address is also the host's own; a
+// rootless cluster's exists only inside rootlesskit's namespaces.
+func (p *Plan) APIServerURL() string {
+	return "https://" + netip.AddrPortFrom(p.APIServerIP, uint16(p.Cfg.APIServerPort)).String()
+}
+
+// StandaloneKubeconfig is the cluster's admin kubeconfig as `kubernix
+// kubeconfig` prints it: one cluster, user and context named
+// Cfg.ContextName(), current-context set, the CA and the admin
+// certificate and key of the cluster's PKI embedded (kubeconfig.New).
+// Its server is the one a client on the host uses: rootlesskit's port
+// forward on the host loopback (RootlessState.HostAPIServer) for a
+// rootless cluster, else APIServerURL; with internal, APIServerURL, as
+// reached from the nodes and pods. The error is kubeconfig.New's, e.g.
+// when the PKI was never made.
+func StandaloneKubeconfig(p *Plan, internal bool) (*clientcmdapi.Config, error) {
+	server := p.APIServerURL()
+	if st, ok := ReadRootless(p.Paths); ok && !internal {
+		server = "https://" + st.HostAPIServer.String()
+	}
+	b := pki.Files(p.PKISpec())
+	return kubeconfig.New(p.Cfg.ContextName(), server, b.CA.Cert, b.Admin)
 }
 
 // writeJSON records v as indented JSON at path.

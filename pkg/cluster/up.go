@@ -294,7 +294,7 @@ func nextFreePort(port, def int, check func(port int) error) (int, error) {
 // writeKubeconfigs writes one kubeconfig per client identity.
 func (c *Cluster) writeKubeconfigs() error {
 	p, b := c.Plan, c.PKI
-	server := "https://" + netip.AddrPortFrom(p.APIServerIP, uint16(p.Cfg.APIServerPort)).String()
+	server := p.APIServerURL()
 	ids := map[string]pki.Pair{
 		"admin":                   b.Admin,
 		superAdmin:                b.SuperAdmin,

@@ -100,6 +100,11 @@ type Config struct {
 	Shell string `toml:"shell" flag:"shell" usage:"shell started by a foreground up on a terminal (default $SHELL)"`
 	// NoShell keeps a foreground `up` from starting Shell.
 	NoShell bool `toml:"no_shell" flag:"no-shell" usage:"do not start a shell in a foreground up"`
+	// Kubeconfig is the kubeconfig file `up` merges the cluster's context
+	// into and `down` removes it from, made absolute; empty means the
+	// invoking user's, as kubectl chooses it: the first file of
+	// $KUBECONFIG, else ~/.kube/config (kubeconfig.UserTarget).
+	Kubeconfig string `toml:"kubeconfig" flag:"kubeconfig" usage:"kubeconfig file up merges the cluster's context into (default: $KUBECONFIG's first file, or ~/.kube/config)"`
 	// CgroupParent is the cgroup (the same path in every hierarchy) under
 	// which each node's kubelet cgroupRoot, <CgroupParent>/<node>, is made.
 	// Empty means /kubernix as root; in rootless mode, the user's delegated
@@ -146,6 +151,11 @@ func (c *Config) Resolve() {
 	if c.BinDir != "" {
 		if abs, err := filepath.Abs(c.BinDir); err == nil {
 			c.BinDir = abs
+		}
+	}
+	if c.Kubeconfig != "" {
+		if abs, err := filepath.Abs(c.Kubeconfig); err == nil {
+			c.Kubeconfig = abs
 		}
 	}
 	if c.Shell == "" {

@@ -182,6 +182,11 @@ func (c *Config) validatePaths() []error {
 			errs = append(errs, fmt.Errorf("--bin-dir %s: not a directory", c.BinDir))
 		}
 	}
+	if c.Kubeconfig != "" {
+		if err := kubeconfigProblem(c.Kubeconfig); err != nil {
+			errs = append(errs, fmt.Errorf("--kubeconfig %s: %w", c.Kubeconfig, err))
+		}
+	}
 	if validation.IsDNS1123Label(c.Name) == nil {
 		// The last node has the longest name, hence the longest paths.
 		last := min(max(c.Nodes, 1), MaxNodes) - 1
@@ -219,6 +224,36 @@ func writable(dir string) error {
 			return fmt.Errorf("no existing parent directory")
 		}
 	}
+}
+
+// kubeconfigProblem says why up could not write the kubeconfig file path:
+// it is a directory, or it (or, when missing, its nearest existing
+// ancestor) is not writable, by access(2) or by its owner's write bit
+// (which root's access(2) ignores, and pkg/kubeconfig honours).
+func kubeconfigProblem(path string) error {
+	st, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist), errors.Is(err, unix.ENOTDIR):
+		// writable below says which ancestor is missing or a file.
+	case err != nil:
+		return err
+	case st.IsDir():
+		return errors.New("is a directory, not a kubeconfig file")
+	case st.Mode().Perm()&0o200 == 0:
+		return fmt.Errorf("is read-only (mode %v)", st.Mode().Perm())
+	default:
+		if err := unix.Access(path, unix.W_OK); err != nil {
+			return fmt.Errorf("is not writable: %w", err)
+		}
+	}
+	dir := filepath.Dir(path)
+	if err := writable(dir); err != nil {
+		return err
+	}
+	if st, err := os.Stat(dir); err == nil && st.Mode().Perm()&0o200 == 0 {
+		return fmt.Errorf("directory %s is read-only (mode %v)", dir, st.Mode().Perm())
+	}
+	return nil
 }
 
 // socketPathProblem explains why sock, a socket path under the state dir

@@ -45,32 +45,46 @@ const (
 // its owner.
 var ErrReadOnly = errors.New("kubeconfig is read-only")
 
-// Write writes a self-contained kubeconfig to path with one cluster, user
-// and context, all named contextName, and current-context set to it.
-// server is the apiserver URL (e.g. https://10.10.0.1:6443); the CA
-// certificate in caFile and the client certificate and key of client are
-// embedded as data, so the file stays valid wherever it is copied. path is
-// replaced atomically, with mode 0600 when new (see Merge for an existing
-// file); missing parent directories are created with mode 0700. Errors
-// name the file that could not be read or written.
+// Write writes the kubeconfig New builds to path. path is replaced
+// atomically, with mode 0600 when new (see Merge for an existing file);
+// missing parent directories are created with mode 0700. Errors are New's
+// and name the file that could not be written.
 func Write(path, contextName, server string, caFile string, client pki.Pair) error {
+	cfg, err := New(contextName, server, caFile, client)
+	if err != nil {
+		return fmt.Errorf("kubeconfig: write %s: %w", path, err)
+	}
+	if err := os.MkdirAll(filepath.Dir(path), dirMode); err != nil {
+		return fmt.Errorf("kubeconfig: write %s: %w", path, err)
+	}
+	return save(path, cfg, nil)
+}
+
+// New builds a self-contained kubeconfig with one cluster, user and
+// context, all named contextName, and current-context set to it. server is
+// the apiserver URL (e.g. https://10.10.0.1:6443); the CA certificate in
+// caFile and the client certificate and key of client are embedded as
+// data, not referenced by path, so the kubeconfig stays valid wherever it
+// is copied. Encode it with clientcmd.Write. The error says which input
+// is empty or which file could not be read.
+func New(contextName, server string, caFile string, client pki.Pair) (*clientcmdapi.Config, error) {
 	if contextName == "" {
-		return errors.New("kubeconfig: write " + path + ": context name is empty")
+		return nil, errors.New("context name is empty")
 	}
 	if server == "" {
-		return errors.New("kubeconfig: write " + path + ": server is empty")
+		return nil, errors.New("server is empty")
 	}
 	ca, err := os.ReadFile(caFile)
 	if err != nil {
-		return fmt.Errorf("kubeconfig: read CA: %w", err)
+		return nil, fmt.Errorf("read CA: %w", err)
 	}
 	cert, err := os.ReadFile(client.Cert)
 	if err != nil {
-		return fmt.Errorf("kubeconfig: read client certificate: %w", err)
+		return nil, fmt.Errorf("read client certificate: %w", err)
 	}
 	key, err := os.ReadFile(client.Key)
 	if err != nil {
-		return fmt.Errorf("kubeconfig: read client key: %w", err)
+		return nil, fmt.Errorf("read client key: %w", err)
 	}
 
 	cfg := clientcmdapi.NewConfig()
@@ -87,10 +101,7 @@ func Write(path, contextName, server string, caFile string, client pki.Pair) err
 	kctx.AuthInfo = contextName
 	cfg.Contexts[contextName] = kctx
 	cfg.CurrentContext = contextName
-	if err := os.MkdirAll(filepath.Dir(path), dirMode); err != nil {
-		return fmt.Errorf("kubeconfig: write %s: %w", path, err)
-	}
-	return save(path, cfg, nil)
+	return cfg, nil
 }
 
 // Merge copies the context named contextName from the kubeconfig at src,
