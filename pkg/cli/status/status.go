@@ -4,19 +4,14 @@ package status
 import (
 	"context"
 	"fmt"
-	"io"
 	"os"
 	"slices"
-	"sort"
-	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/duration"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -34,78 +29,112 @@ import (
 // with its PID, its state (running, stopped, or as the supervisor recorded
 // it: unhealthy, restarting, crash-looping, failed), its restarts and last
 // failure, and, when the apiserver answers, the nodes'
-// Ready condition and the addons' availability. --timings shows when each
-// component started and became ready in the last up. It exits 1 when
-// something is not running or not healthy.
+// Ready condition and the addons' availability, as a table or with -o
+// json|yaml as a Status. --timings shows when each component started and
+// became ready in the last up (a Timings). It exits 1 when something is
+// not running or not healthy, in every format.
 func NewCommand(env *common.Env) *cobra.Command {
 	var timings bool
+	var output string
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the cluster's components, PIDs and health",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := common.CheckOutput(output); err != nil {
+				return err
+			}
 			cfg, err := env.SavedConfig()
 			if err != nil {
 				return err
 			}
 			if timings {
-				return printTimings(env.Streams.Out, cfg.Paths())
+				t, err := cluster.ReadTimings(cfg.Paths())
+				if err != nil {
+					return fmt.Errorf("no timings recorded (has the cluster been up?): %w", err)
+				}
+				tt := newTimings(t)
+				return common.PrintOutput(env.Streams.Out, output, tt, tt.Table)
 			}
-			return printStatus(cmd.Context(), env.Streams.Out, cfg)
+			st, err := collect(cmd.Context(), cfg, time.Now())
+			if err != nil {
+				return err
+			}
+			if err := common.PrintOutput(env.Streams.Out, output, st, st.Table); err != nil {
+				return err
+			}
+			if !st.Healthy {
+				return &common.ExitError{Code: 1, Err: fmt.Errorf("cluster %q is not healthy", cfg.Name)}
+			}
+			return nil
 		},
 	}
 	cmd.Flags().BoolVar(&timings, "timings", false, "show the phase and component timings of the last up")
+	common.AddOutputFlag(cmd, &output)
 	return cmd
 }
 
-func printStatus(ctx context.Context, out io.Writer, cfg config.Config) error {
+// collect takes the status of the cluster of cfg at now. The error is
+// the plan's; what it cannot reach (the apiserver) is recorded in the
+// Status.
+func collect(ctx context.Context, cfg config.Config, now time.Time) (Status, error) {
 	p := cfg.Paths()
 	plan, _, err := common.Plan(ctx, cfg, false)
 	if err != nil {
-		return err
+		return Status{}, err
 	}
 	ds, err := cluster.Describe(plan)
 	if err != nil {
-		return err
+		return Status{}, err
 	}
-	pid, supervised := cluster.Running(p)
-	if supervised {
-		fmt.Fprintf(out, "cluster %q: supervisor pid %d, state %s\n", cfg.Name, pid, p.State)
-	} else {
-		fmt.Fprintf(out, "cluster %q: no supervisor running (state %s)\n", cfg.Name, p.State)
+	st := Status{Cluster: cfg.Name, StateDir: p.State, Time: now.UTC()}
+	st.Supervisor.PID, st.Supervisor.Running = cluster.Running(p)
+	if !st.Supervisor.Running {
+		st.Supervisor.PID = 0
 	}
-	healthy := printComponents(out, ds, supervised) && supervised
+	st.Components = componentStatus(ds, st.Supervisor.Running)
 	for _, n := range cfg.NodeNames() {
 		if b, err := os.ReadFile(cluster.FailedFile(p, n)); err == nil {
-			healthy = false
-			fmt.Fprintf(out, "node %s FAILED: %s", n, b)
+			st.FailedNodes = append(st.FailedNodes, FailedNode{Node: n, Reason: strings.TrimRight(string(b), "\n")})
 		}
 	}
-	warnExpiring(out, plan)
+	exp, err := pki.Expiring(pki.Files(plan.PKISpec()).Certificates(), now, pki.RenewBefore)
+	st.ExpiringCertificates = certificates(exp)
+	if err != nil {
+		st.CertificatesError = err.Error()
+	}
 	// With no apiserver, its address may not be routed to the cluster
 	// any more (after down): do not dial it through the default route.
-	if _, ok := process.Running(p.Run(config.ControlPlaneScope, apiserver.Name)); !ok {
-		fmt.Fprintln(out, "apiserver: not running")
-		return unhealthy(cfg)
+	if _, ok := process.Running(p.Run(config.ControlPlaneScope, apiserver.Name)); ok {
+		st.APIServer.Running = true
+		client, err := newClient(p)
+		if err != nil {
+			return st, err
+		}
+		if st.Nodes, err = nodeStatus(ctx, client); err != nil {
+			st.APIServer.Error = err.Error()
+		} else {
+			st.APIServer.Answering = true
+			st.Addons = addonStatus(ctx, client, cfg, ds)
+		}
 	}
-	client, err := newClient(p)
-	if err != nil {
-		return err
-	}
-	if ok, err := printNodes(ctx, out, client); err != nil {
-		fmt.Fprintf(out, "apiserver: not answering (%v)\n", err)
-		return unhealthy(cfg)
-	} else if !ok {
-		healthy = false
-	}
-	if !printAddons(ctx, out, client, cfg, ds) || !healthy {
-		return unhealthy(cfg)
-	}
-	return nil
+	st.Healthy = st.healthy()
+	return st, nil
 }
 
-func unhealthy(cfg config.Config) error {
-	return &common.ExitError{Code: 1, Err: fmt.Errorf("cluster %q is not healthy", cfg.Name)}
+// healthy is Status.Healthy, from the rest of s.
+func (s Status) healthy() bool {
+	ok := s.Supervisor.Running && len(s.FailedNodes) == 0 && s.APIServer.Answering
+	for _, c := range s.Components {
+		ok = ok && c.State == components.StateRunning
+	}
+	for _, n := range s.Nodes {
+		ok = ok && n.Ready == string(corev1.ConditionTrue)
+	}
+	for _, a := range s.Addons {
+		ok = ok && a.Healthy
+	}
+	return ok
 }
 
 func newClient(p config.Paths) (kubernetes.Interface, error) {
@@ -117,18 +146,15 @@ func newClient(p config.Paths) (kubernetes.Interface, error) {
 	return kubernetes.NewForConfig(rc)
 }
 
-// printComponents prints a line per process of the cluster (ds) in start
-// order: its PID, state, restarts, start time and last failure. It
-// reports whether every one runs, healthy. The supervisor's records
-// count only while it runs (supervised).
-func printComponents(out io.Writer, ds []components.Description, supervised bool) bool {
-	healthy := true
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "COMPONENT\tSCOPE\tPID\tSTATE\tRESTARTS\tSINCE\tLAST FAILURE")
+// componentStatus is the status of each process of the cluster (ds) in
+// start order: its PID, state, restarts, start time and last failure.
+// The supervisor's records count only while it runs (supervised).
+func componentStatus(ds []components.Description, supervised bool) []Component {
 	order, err := components.StartOrder(ds)
 	if err != nil {
 		order = ds
 	}
+	out := []Component{}
 	for _, d := range components.Processes(order) {
 		dir := d.Command.RunDir
 		info, _ := process.ReadRun(dir)
@@ -140,98 +166,80 @@ func printComponents(out io.Writer, ds []components.Description, supervised bool
 		if err != nil || !supervised {
 			rec = components.Supervision{} // none, or the last run's
 		}
-		state := componentState(running, rec.State)
-		if state != components.StateRunning {
-			healthy = false
-		}
-		since := "-"
+		c := Component{Name: d.Name, Node: d.Scope, PID: pid, State: componentState(running, rec.State),
+			Restarts: rec.Restarts, LastFailure: rec.LastFailure}
 		if !info.StartedAt.IsZero() {
-			since = info.StartedAt.Local().Format(time.DateTime)
+			c.Since = &info.StartedAt
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", d.Name, d.Scope, pidString(pid), state, rec.Restarts, since, lastFailure(rec))
+		if rec.LastFailure != "" {
+			c.LastFailureAt = &rec.LastFailureAt
+		}
+		out = append(out, c)
 	}
-	tw.Flush()
-	return healthy
+	return out
 }
 
-func pidString(pid int) string {
-	if pid <= 0 {
-		return "-"
-	}
-	return strconv.Itoa(pid)
-}
-
-// printNodes prints each Node's Ready condition, internal IP and pod
-// CIDRs, and reports whether all are Ready; the error is the API's.
-func printNodes(ctx context.Context, out io.Writer, client kubernetes.Interface) (bool, error) {
+// nodeStatus lists each Node's Ready condition, internal IP and pod
+// CIDRs; the error is the API's.
+func nodeStatus(ctx context.Context, client kubernetes.Interface) ([]Node, error) {
 	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 	if err != nil {
-		return false, err
+		return nil, err
 	}
-	healthy := true
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NODE\tREADY\tINTERNAL-IP\tPOD-CIDR")
+	out := []Node{}
 	for _, n := range nodes.Items {
-		ready := "Unknown"
+		nd := Node{Name: n.Name, Ready: string(corev1.ConditionUnknown), PodCIDRs: n.Spec.PodCIDRs}
 		for _, c := range n.Status.Conditions {
 			if c.Type == corev1.NodeReady {
-				ready = string(c.Status)
+				nd.Ready = string(c.Status)
 			}
 		}
-		if ready != "True" {
-			healthy = false
-		}
-		ip := ""
 		for _, a := range n.Status.Addresses {
 			if a.Type == corev1.NodeInternalIP {
-				ip = a.Address
+				nd.InternalIP = a.Address
 			}
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", n.Name, ready, ip, strings.Join(n.Spec.PodCIDRs, ","))
+		out = append(out, nd)
 	}
-	tw.Flush()
-	return healthy, nil
+	return out, nil
 }
 
-// printAddons prints each enabled addon's health, from the addon table:
-// its Deployment's ready replicas and whether its processes run. It
-// reports whether each has a ready replica and all its processes.
-func printAddons(ctx context.Context, out io.Writer, client kubernetes.Interface, cfg config.Config, ds []components.Description) bool {
-	healthy := true
+// addonStatus is each enabled addon's health, from the addon table: its
+// Deployment's ready replicas and whether its processes run. An addon is
+// healthy when it has a ready replica and all its processes.
+func addonStatus(ctx context.Context, client kubernetes.Interface, cfg config.Config, ds []components.Description) []Addon {
+	out := []Addon{}
 	for _, name := range cfg.Addons {
 		a, ok := addons.Lookup(name)
 		if !ok {
 			continue
 		}
-		var parts []string
+		st := Addon{Name: a.Name, Healthy: true}
 		if a.Deployment != "" {
-			part, ok := deploymentHealth(ctx, client, a.Deployment)
-			parts, healthy = append(parts, part), healthy && ok
+			st.Deployment = deploymentStatus(ctx, client, a.Deployment)
+			st.Healthy = st.Deployment.ReadyReplicas > 0
 		}
 		for _, d := range components.Processes(ds) {
 			if slices.Contains(a.Components, d.Name) {
 				_, running := process.Running(d.Command.RunDir)
-				state := "running"
-				if !running {
-					state, healthy = "not running", false
-				}
-				parts = append(parts, components.ID(d.Name, d.Scope)+" "+state)
+				st.Processes = append(st.Processes, AddonProcess{ID: components.ID(d.Name, d.Scope), Running: running})
+				st.Healthy = st.Healthy && running
 			}
 		}
-		fmt.Fprintf(out, "addon %s: %s\n", a.Name, strings.Join(parts, ", "))
+		out = append(out, st)
 	}
-	return healthy
+	return out
 }
 
-// deploymentHealth words the ready replicas of the Deployment
-// "namespace/name", and reports whether one is ready.
-func deploymentHealth(ctx context.Context, client kubernetes.Interface, deployment string) (string, bool) {
+// deploymentStatus reads the ready replicas of the Deployment
+// "namespace/name".
+func deploymentStatus(ctx context.Context, client kubernetes.Interface, deployment string) *Deployment {
 	ns, name, _ := strings.Cut(deployment, "/")
 	dep, err := client.AppsV1().Deployments(ns).Get(ctx, name, metav1.GetOptions{})
 	if err != nil {
-		return err.Error(), false
+		return &Deployment{Name: deployment, Error: err.Error()}
 	}
-	return fmt.Sprintf("%d/%d ready", dep.Status.ReadyReplicas, dep.Status.Replicas), dep.Status.ReadyReplicas > 0
+	return &Deployment{Name: deployment, ReadyReplicas: dep.Status.ReadyReplicas, Replicas: dep.Status.Replicas}
 }
 
 // componentState is the state status shows for a component whose
@@ -254,67 +262,3 @@ func componentState(running bool, recorded components.State) components.State {
 	return components.StateStopped
 }
 
-// lastFailure is the first line of the component's last failure and when
-// it happened, or "-".
-func lastFailure(rec components.Supervision) string {
-	if rec.LastFailure == "" {
-		return "-"
-	}
-	first, _, _ := strings.Cut(rec.LastFailure, "\n")
-	const max = 100
-	if len(first) > max {
-		first = first[:max-3] + "..."
-	}
-	return fmt.Sprintf("%s: %s", rec.LastFailureAt.Local().Format(time.TimeOnly), first)
-}
-
-// warnExpiring prints a warning for each certificate of the cluster that
-// expires within pki.RenewBefore or has expired, and for each it cannot
-// read. It changes nothing and does not make the cluster unhealthy: the
-// cluster works until the date, and the next up renews them.
-func warnExpiring(out io.Writer, plan *cluster.Plan) {
-	now := time.Now()
-	exp, err := pki.Expiring(pki.Files(plan.PKISpec()).Certificates(), now, pki.RenewBefore)
-	for _, line := range expiryWarnings(exp, now) {
-		fmt.Fprintln(out, line)
-	}
-	if err != nil {
-		fmt.Fprintf(out, "WARNING: certificates not checked: %v\n", err)
-	}
-}
-
-// expiryWarnings words one line per expiring certificate: which file and
-// identity, when, and what to do.
-func expiryWarnings(exp []pki.Expiry, now time.Time) []string {
-	var out []string
-	for _, e := range exp {
-		when := "expired"
-		if left := e.NotAfter.Sub(now); left > 0 {
-			when = "expires in " + duration.HumanDuration(left)
-		}
-		out = append(out, fmt.Sprintf("WARNING: certificate %s (%s) %s, at %s: `kubernix down` then `kubernix up` renews it",
-			e.Path, e.CommonName, when, e.NotAfter.UTC().Format(time.RFC3339)))
-	}
-	return out
-}
-
-func printTimings(out io.Writer, p config.Paths) error {
-	t, err := cluster.ReadTimings(p)
-	if err != nil {
-		return fmt.Errorf("no timings recorded (has the cluster been up?): %w", err)
-	}
-	fmt.Fprintf(out, "total %s (prepare %s)\n", t.Total.Round(time.Millisecond), t.Prepare.Round(time.Millisecond))
-	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "PHASE\tCOMPONENT\tSTARTED(+s)\tREADY(+s)\tTOOK")
-	var first time.Time
-	for _, c := range t.Components {
-		if first.IsZero() || c.Started.Before(first) {
-			first = c.Started
-		}
-	}
-	sort.Slice(t.Components, func(i, j int) bool { return t.Components[i].Started.Before(t.Components[j].Started) })
-	for _, c := range t.Components {
-		fmt.Fprintf(tw, "%s\t%s\t%.3f\t%.3f\t%s\n", c.Phase, c.Name, c.Started.Sub(first).Seconds(), c.Ready.Sub(first).Seconds(), c.Elapsed.Round(time.Millisecond))
-	}
-	return tw.Flush()
-}

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubernix/kubernix/pkg/cli/common"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/pki"
@@ -45,25 +44,25 @@ func TestLastFailure(t *testing.T) {
 	at := time.Date(2026, 12, 1, 14, 3, 4, 0, time.Local)
 	tests := []struct {
 		name string
-		rec  components.Supervision
+		rec  Component
 		want string
 	}{
-		{"none", components.Supervision{}, "-"},
-		{"an exit", components.Supervision{LastFailure: "exited: exit status 1", LastFailureAt: at}, "14:03:04: exited: exit status 1"},
+		{"none", Component{}, "-"},
+		{"an exit", Component{LastFailure: "exited: exit status 1", LastFailureAt: &at}, "14:03:04: exited: exit status 1"},
 		{
 			"only the first line of a failed restart's log tail",
-			components.Supervision{LastFailure: "restart failed: not ready\nlast 20 lines of x.log:\n    boom", LastFailureAt: at},
+			Component{LastFailure: "restart failed: not ready\nlast 20 lines of x.log:\n    boom", LastFailureAt: &at},
 			"14:03:04: restart failed: not ready",
 		},
 		{
 			"a long line is cut",
-			components.Supervision{LastFailure: strings.Repeat("x", 150), LastFailureAt: at},
+			Component{LastFailure: strings.Repeat("x", 150), LastFailureAt: &at},
 			"14:03:04: " + strings.Repeat("x", 97) + "...",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := lastFailure(tt.rec); got != tt.want {
+			if got := tt.rec.lastFailure(); got != tt.want {
 				t.Errorf("lastFailure = %q, want %q", got, tt.want)
 			}
 		})
@@ -97,7 +96,7 @@ func TestExpiryWarnings(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := expiryWarnings(tt.exp, now); !slices.Equal(got, tt.want) {
+			if got := expiryWarnings(certificates(tt.exp), now); !slices.Equal(got, tt.want) {
 				t.Errorf("got\n %q\nwant\n %q", got, tt.want)
 			}
 		})
@@ -116,12 +115,22 @@ func TestWarnExpiring(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan, _, err := common.Plan(context.Background(), cfg, false)
-	if err != nil {
-		t.Fatal(err)
-	}
 	var out bytes.Buffer
-	warnExpiring(&out, plan)
+	warnExpiring := func() {
+		t.Helper()
+		out.Reset()
+		st, err := collect(context.Background(), cfg, time.Now())
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range expiryWarnings(st.ExpiringCertificates, st.Time) {
+			out.WriteString(line + "\n")
+		}
+		if st.CertificatesError != "" {
+			t.Errorf("CertificatesError: %s", st.CertificatesError)
+		}
+	}
+	warnExpiring()
 	got := out.String()
 	for _, want := range []string{
 		"WARNING: certificate " + b.Admin.Cert + " (kubernix-admin) expires in 9d",
@@ -141,8 +150,7 @@ func TestWarnExpiring(t *testing.T) {
 	if _, err := pki.Ensure(spec); err != nil {
 		t.Fatal(err)
 	}
-	out.Reset()
-	warnExpiring(&out, plan)
+	warnExpiring()
 	if out.Len() != 0 {
 		t.Errorf("after renewal: %s", out.String())
 	}

@@ -1,0 +1,287 @@
+package status
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/kubernix/kubernix/pkg/cli/common"
+	"github.com/kubernix/kubernix/pkg/components"
+	"github.com/kubernix/kubernix/pkg/pki"
+)
+
+// Status is what `kubernix status` reports (-o json|yaml), and what its
+// table shows (Table): the same struct, so the two cannot disagree.
+type Status struct {
+	// Cluster is the cluster's name (--name).
+	Cluster string `json:"cluster"`
+	// StateDir is the cluster's state directory, absolute.
+	StateDir string `json:"stateDir"`
+	// Time is when the status was taken (RFC 3339); expiry warnings count
+	// from it.
+	Time time.Time `json:"time"`
+	// Supervisor is the cluster's supervisor process.
+	Supervisor Supervisor `json:"supervisor"`
+	// Components are the cluster's processes in start order.
+	Components []Component `json:"components"`
+	// FailedNodes are the nodes the supervisor gave up on, with why.
+	FailedNodes []FailedNode `json:"failedNodes,omitempty"`
+	// ExpiringCertificates are the cluster's certificates that expire
+	// within pki.RenewBefore or have expired: warnings, not unhealthy.
+	ExpiringCertificates []Certificate `json:"expiringCertificates,omitempty"`
+	// CertificatesError says why the certificates could not all be
+	// checked; "" when they were.
+	CertificatesError string `json:"certificatesError,omitempty"`
+	// APIServer says whether the apiserver runs and answers.
+	APIServer APIServer `json:"apiserver"`
+	// Nodes are the Kubernetes Nodes as the apiserver lists them; null
+	// when it does not answer.
+	Nodes []Node `json:"nodes"`
+	// Addons are the enabled addons' health; null when the apiserver does
+	// not answer.
+	Addons []Addon `json:"addons"`
+	// Healthy is true when the supervisor and every component run, no node
+	// failed, the apiserver answers, every Node is Ready and every addon
+	// healthy. `kubernix status` exits 1 when it is false.
+	Healthy bool `json:"healthy"`
+}
+
+// Supervisor is the cluster's supervisor process.
+type Supervisor struct {
+	// PID is its process id, 0 when none runs.
+	PID int `json:"pid,omitempty"`
+	// Running reports whether it runs.
+	Running bool `json:"running"`
+}
+
+// Component is one process of the cluster.
+type Component struct {
+	// Name is the component's name, e.g. "kube-apiserver", "kubelet".
+	Name string `json:"name"`
+	// Node is the node it runs on (its Kubernetes name), or
+	// "control-plane" (config.ControlPlaneScope) for the control plane's.
+	Node string `json:"node"`
+	// PID is its process id, or its last one when it does not run; 0 when
+	// it never started.
+	PID int `json:"pid,omitempty"`
+	// State is running or stopped, or what the supervisor recorded:
+	// unhealthy, restarting, crash-looping or failed.
+	State components.State `json:"state"`
+	// Restarts counts the supervisor's restarts of it.
+	Restarts int `json:"restarts"`
+	// Since is when its process started (RFC 3339); absent when it never did.
+	Since *time.Time `json:"since,omitempty"`
+	// LastFailure is its last failure as the supervisor recorded it (may
+	// span lines); "" for none.
+	LastFailure string `json:"lastFailure,omitempty"`
+	// LastFailureAt is when LastFailure happened (RFC 3339).
+	LastFailureAt *time.Time `json:"lastFailureAt,omitempty"`
+}
+
+// FailedNode is a node the supervisor gave up on.
+type FailedNode struct {
+	// Node is the node's name.
+	Node string `json:"node"`
+	// Reason is what the supervisor recorded (cluster.FailedFile).
+	Reason string `json:"reason"`
+}
+
+// Certificate is a certificate of the cluster close to expiry.
+type Certificate struct {
+	// Path is its PEM file.
+	Path string `json:"path"`
+	// CommonName is its subject's CN.
+	CommonName string `json:"commonName"`
+	// NotAfter is when it expires (RFC 3339).
+	NotAfter time.Time `json:"notAfter"`
+}
+
+// APIServer is the apiserver's reachability.
+type APIServer struct {
+	// Running reports whether its process runs.
+	Running bool `json:"running"`
+	// Answering reports whether it answered the Node list.
+	Answering bool `json:"answering"`
+	// Error is why it did not answer; "" when it did or does not run.
+	Error string `json:"error,omitempty"`
+}
+
+// Node is a Kubernetes Node of the cluster.
+type Node struct {
+	// Name is the Node's name.
+	Name string `json:"name"`
+	// Ready is the status of its Ready condition: "True", "False" or
+	// "Unknown" (also when it has none).
+	Ready string `json:"ready"`
+	// InternalIP is its InternalIP address; "" when it has none.
+	InternalIP string `json:"internalIP"`
+	// PodCIDRs are its pod CIDRs (spec.podCIDRs).
+	PodCIDRs []string `json:"podCIDRs"`
+}
+
+// Addon is the health of an enabled addon.
+type Addon struct {
+	// Name is the addon's name, e.g. "coredns".
+	Name string `json:"name"`
+	// Healthy is true when its Deployment, if any, has a ready replica
+	// and its processes, if any, all run.
+	Healthy bool `json:"healthy"`
+	// Deployment is its Deployment's readiness; absent for an addon
+	// without one.
+	Deployment *Deployment `json:"deployment,omitempty"`
+	// Processes are its processes run by the supervisor, if any.
+	Processes []AddonProcess `json:"processes,omitempty"`
+}
+
+// Deployment is the readiness of an addon's Deployment.
+type Deployment struct {
+	// Name is "namespace/name".
+	Name string `json:"name"`
+	// ReadyReplicas and Replicas are its status' counts.
+	ReadyReplicas int32 `json:"readyReplicas"`
+	Replicas      int32 `json:"replicas"`
+	// Error is why it could not be read; "" when it was.
+	Error string `json:"error,omitempty"`
+}
+
+// AddonProcess is a process of an addon.
+type AddonProcess struct {
+	// ID is the component's ID, "<name>" or "<name>/<node>" (components.ID).
+	ID string `json:"id"`
+	// Running reports whether it runs.
+	Running bool `json:"running"`
+}
+
+// Table writes s as `kubernix status` prints it by default: the
+// supervisor line, a row per component, the failed nodes and certificate
+// warnings, the apiserver's state when it does not answer, then a row per
+// Node and a line per addon.
+func (s Status) Table(w io.Writer) error {
+	if s.Supervisor.Running {
+		common.Fprintf(w, "cluster %q: supervisor pid %d, state %s\n", s.Cluster, s.Supervisor.PID, s.StateDir)
+	} else {
+		common.Fprintf(w, "cluster %q: no supervisor running (state %s)\n", s.Cluster, s.StateDir)
+	}
+	common.Fprintf(w, "COMPONENT\tSCOPE\tPID\tSTATE\tRESTARTS\tSINCE\tLAST FAILURE\n")
+	for _, c := range s.Components {
+		since := "-"
+		if c.Since != nil {
+			since = c.Since.Local().Format(time.DateTime)
+		}
+		common.Fprintf(w, "%s\t%s\t%s\t%s\t%d\t%s\t%s\n", c.Name, c.Node, pidString(c.PID), c.State, c.Restarts, since, c.lastFailure())
+	}
+	if err := endColumns(w); err != nil {
+		return err
+	}
+	for _, f := range s.FailedNodes {
+		common.Fprintf(w, "node %s FAILED: %s\n", f.Node, f.Reason)
+	}
+	for _, line := range expiryWarnings(s.ExpiringCertificates, s.Time) {
+		common.Fprintf(w, "%s\n", line)
+	}
+	if s.CertificatesError != "" {
+		common.Fprintf(w, "WARNING: certificates not checked: %s\n", s.CertificatesError)
+	}
+	switch {
+	case !s.APIServer.Running:
+		common.Fprintf(w, "apiserver: not running\n")
+		return nil
+	case !s.APIServer.Answering:
+		common.Fprintf(w, "apiserver: not answering (%s)\n", s.APIServer.Error)
+		return nil
+	}
+	common.Fprintf(w, "NODE\tREADY\tINTERNAL-IP\tPOD-CIDR\n")
+	for _, n := range s.Nodes {
+		common.Fprintf(w, "%s\t%s\t%s\t%s\n", n.Name, n.Ready, n.InternalIP, strings.Join(n.PodCIDRs, ","))
+	}
+	if err := endColumns(w); err != nil {
+		return err
+	}
+	for _, a := range s.Addons {
+		common.Fprintf(w, "addon %s: %s\n", a.Name, a.health())
+	}
+	return nil
+}
+
+// endColumns ends a block of aligned columns on w (a tabwriter, see
+// common.PrintOutput): the rows after it are aligned on their own.
+func endColumns(w io.Writer) error {
+	if f, ok := w.(interface{ Flush() error }); ok {
+		return f.Flush()
+	}
+	return nil
+}
+
+func pidString(pid int) string {
+	if pid <= 0 {
+		return "-"
+	}
+	return strconv.Itoa(pid)
+}
+
+// lastFailure is the first line of the component's last failure, cut to
+// 100 bytes, and when it happened, or "-".
+func (c Component) lastFailure() string {
+	if c.LastFailure == "" {
+		return "-"
+	}
+	first, _, _ := strings.Cut(c.LastFailure, "\n")
+	const max = 100
+	if len(first) > max {
+		first = first[:max-3] + "..."
+	}
+	at := time.Time{}
+	if c.LastFailureAt != nil {
+		at = *c.LastFailureAt
+	}
+	return fmt.Sprintf("%s: %s", at.Local().Format(time.TimeOnly), first)
+}
+
+// health words an addon's health: its Deployment's ready replicas (or why
+// they could not be read) and whether each of its processes runs.
+func (a Addon) health() string {
+	var parts []string
+	if d := a.Deployment; d != nil {
+		if d.Error != "" {
+			parts = append(parts, d.Error)
+		} else {
+			parts = append(parts, fmt.Sprintf("%d/%d ready", d.ReadyReplicas, d.Replicas))
+		}
+	}
+	for _, p := range a.Processes {
+		state := "running"
+		if !p.Running {
+			state = "not running"
+		}
+		parts = append(parts, p.ID+" "+state)
+	}
+	return strings.Join(parts, ", ")
+}
+
+// expiryWarnings words one line per expiring certificate: which file and
+// identity, when (counted from now), and what to do.
+func expiryWarnings(exp []Certificate, now time.Time) []string {
+	var out []string
+	for _, e := range exp {
+		when := "expired"
+		if left := e.NotAfter.Sub(now); left > 0 {
+			when = "expires in " + duration.HumanDuration(left)
+		}
+		out = append(out, fmt.Sprintf("WARNING: certificate %s (%s) %s, at %s: `kubernix down` then `kubernix up` renews it",
+			e.Path, e.CommonName, when, e.NotAfter.UTC().Format(time.RFC3339)))
+	}
+	return out
+}
+
+// certificates converts pki's expiries to the Status' records.
+func certificates(exp []pki.Expiry) []Certificate {
+	var out []Certificate
+	for _, e := range exp {
+		out = append(out, Certificate{Path: e.Path, CommonName: e.CommonName, NotAfter: e.NotAfter})
+	}
+	return out
+}

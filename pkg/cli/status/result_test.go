@@ -1,0 +1,180 @@
+package status
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/kubernix/kubernix/pkg/cli/common"
+	"github.com/kubernix/kubernix/pkg/cluster"
+	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/components"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
+
+// golden compares got with testdata/name, or rewrites it with -update.
+func golden(t *testing.T, name string, got []byte) {
+	t.Helper()
+	path := filepath.Join("testdata", name)
+	if *update {
+		if err := os.MkdirAll("testdata", 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test -update to create it)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs (go test -update rewrites it):\n--- got\n%s\n--- want\n%s", path, got, want)
+	}
+}
+
+// inUTC shows local times as UTC for the test, so the goldens do not
+// depend on the machine's time zone.
+func inUTC(t *testing.T) {
+	local := time.Local
+	time.Local = time.UTC
+	t.Cleanup(func() { time.Local = local })
+}
+
+// statusCases are the Status values the goldens show: a healthy cluster,
+// one whose supervisor was killed, and one whose apiserver does not answer.
+func statusCases() map[string]Status {
+	now := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
+	started := now.Add(-time.Hour)
+	failedAt := now.Add(-10 * time.Minute)
+	healthy := Status{
+		Cluster: "kx", StateDir: "/tmp/kx", Time: now,
+		Supervisor: Supervisor{PID: 100, Running: true},
+		Components: []Component{
+			{Name: "etcd", Node: "control-plane", PID: 101, State: components.StateRunning, Since: &started},
+			{Name: "kube-apiserver", Node: "control-plane", PID: 102, State: components.StateRunning, Since: &started},
+			{Name: "containerd", Node: "kx-node-0", PID: 103, State: components.StateRunning, Restarts: 1, Since: &started,
+				LastFailure: "exited: signal: killed\nlast lines:\n  boom", LastFailureAt: &failedAt},
+			{Name: "kubelet", Node: "kx-node-0", PID: 104, State: components.StateRunning, Since: &started},
+		},
+		APIServer: APIServer{Running: true, Answering: true},
+		Nodes:     []Node{{Name: "kx-node-0", Ready: "True", InternalIP: "10.176.0.2", PodCIDRs: []string{"10.176.128.0/24"}}},
+		Addons: []Addon{
+			{Name: "coredns", Healthy: true, Deployment: &Deployment{Name: "kube-system/coredns", ReadyReplicas: 1, Replicas: 1}},
+			{Name: "registry", Healthy: true, Processes: []AddonProcess{{ID: "registry", Running: true}}},
+		},
+		Healthy: true,
+	}
+	down := Status{
+		Cluster: "kx", StateDir: "/tmp/kx", Time: now,
+		Components: []Component{
+			{Name: "etcd", Node: "control-plane", PID: 101, State: components.StateStopped, Since: &started},
+			{Name: "kubelet", Node: "kx-node-0", State: components.StateStopped},
+		},
+		FailedNodes:          []FailedNode{{Node: "kx-node-0", Reason: "containerd exited: exit status 1"}},
+		ExpiringCertificates: []Certificate{{Path: "/tmp/kx/pki/admin.crt", CommonName: "kubernix-admin", NotAfter: now.Add(48 * time.Hour)}},
+		CertificatesError:    "read /tmp/kx/pki/ca.crt: permission denied",
+	}
+	notAnswering := Status{
+		Cluster: "kx", StateDir: "/tmp/kx", Time: now,
+		Supervisor: Supervisor{PID: 100, Running: true},
+		Components: []Component{{Name: "kube-apiserver", Node: "control-plane", PID: 102, State: components.StateCrashLooping, Restarts: 5, Since: &started}},
+		APIServer:  APIServer{Running: true, Error: "Get \"https://10.176.0.1:6443/api/v1/nodes\": context deadline exceeded"},
+	}
+	unhealthyAddon := healthy
+	unhealthyAddon.Addons = []Addon{{Name: "coredns", Deployment: &Deployment{Name: "kube-system/coredns", Error: `deployments.apps "coredns" not found`}},
+		{Name: "registry", Processes: []AddonProcess{{ID: "registry", Running: false}}}}
+	unhealthyAddon.Healthy = false
+	return map[string]Status{"healthy": healthy, "supervisor-killed": down, "apiserver-not-answering": notAnswering, "addons-unhealthy": unhealthyAddon}
+}
+
+// TestStatusOutput renders each Status as a table and as JSON (goldens),
+// parses the JSON back to the same Status, and checks that Healthy is
+// what the rest says.
+func TestStatusOutput(t *testing.T) {
+	inUTC(t)
+	for name, st := range statusCases() {
+		t.Run(name, func(t *testing.T) {
+			if got := st.healthy(); got != st.Healthy {
+				t.Errorf("healthy() = %v, the case says %v", got, st.Healthy)
+			}
+			var table, js bytes.Buffer
+			if err := common.PrintOutput(&table, common.OutputTable, st, st.Table); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, name+".txt", table.Bytes())
+			if err := common.PrintOutput(&js, common.OutputJSON, st, st.Table); err != nil {
+				t.Fatal(err)
+			}
+			golden(t, name+".json", js.Bytes())
+			var back Status
+			if err := json.Unmarshal(js.Bytes(), &back); err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(back, st) {
+				t.Errorf("JSON round trip:\n%+v\nwant\n%+v", back, st)
+			}
+		})
+	}
+}
+
+// TestTimingsOutput converts recorded timings, sorted by start, and
+// renders them as a table and as JSON that parses back.
+func TestTimingsOutput(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
+	rec := cluster.Timings{
+		Prepare: 1234567 * time.Microsecond, Total: 9876543 * time.Microsecond,
+		Components: []component.Timing{
+			{Name: "kubelet/kx-node-0", Phase: "NodeAgent", Started: t0.Add(3 * time.Second), Ready: t0.Add(4500 * time.Millisecond), Elapsed: 1500 * time.Millisecond},
+			{Name: "etcd", Phase: "Datastore", Started: t0, Ready: t0.Add(800 * time.Millisecond), Elapsed: 800 * time.Millisecond},
+		},
+	}
+	tt := newTimings(rec)
+	var table, js bytes.Buffer
+	if err := common.PrintOutput(&table, common.OutputTable, tt, tt.Table); err != nil {
+		t.Fatal(err)
+	}
+	want := "total 9.877s (prepare 1.235s)\n" +
+		"PHASE      COMPONENT          STARTED(+s)  READY(+s)  TOOK\n" +
+		"Datastore  etcd               0.000        0.800      800ms\n" +
+		"NodeAgent  kubelet/kx-node-0  3.000        4.500      1.5s\n"
+	if table.String() != want {
+		t.Errorf("table:\n%s\nwant:\n%s", table.String(), want)
+	}
+	if err := common.PrintOutput(&js, common.OutputJSON, tt, tt.Table); err != nil {
+		t.Fatal(err)
+	}
+	var back Timings
+	if err := json.Unmarshal(js.Bytes(), &back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, tt) {
+		t.Errorf("JSON round trip:\n%+v\nwant\n%+v", back, tt)
+	}
+	if back.TotalSeconds != 9.876543 || back.Components[1].TookSeconds != 1.5 {
+		t.Errorf("seconds: total %v, kubelet took %v\n%s", back.TotalSeconds, back.Components[1].TookSeconds, js.String())
+	}
+}
+
+// TestCheckOutputBeforeWork checks that a bad -o is refused (exit 2,
+// naming --output) before status looks for the cluster: env has no
+// flags, so looking would panic.
+func TestCheckOutputBeforeWork(t *testing.T) {
+	var out, errOut bytes.Buffer
+	env := &common.Env{Streams: common.Streams{Out: &out, Err: &errOut}}
+	cmd := NewCommand(env)
+	cmd.SetArgs([]string{"-o", "xml"})
+	cmd.SetOut(&out)
+	cmd.SetErr(&errOut)
+	err := cmd.Execute()
+	if common.ExitCode(err) != 2 || err == nil || !bytes.Contains([]byte(err.Error()), []byte("--output")) {
+		t.Errorf("status -o xml: %v (exit %d), want exit 2 naming --output", err, common.ExitCode(err))
+	}
+}
