@@ -261,4 +261,3 @@ func componentState(running bool, recorded components.State) components.State {
 	}
 	return components.StateStopped
 }
-
