@@ -17,9 +17,10 @@ import (
 
 // Vars returns the cluster's environment as KEY=VALUE: KUBECONFIG (the
 // file up merged the context into when given --kubeconfig, else the admin
-// kubeconfig for clients on the host, see cluster.ClientKubeconfig), CONTAINER_RUNTIME_ENDPOINT and IMAGE_SERVICE_ENDPOINT
-// (node 0's containerd, for crictl), and PATH led by the directory holding
-// the bundled kubectl and crictl.
+// kubeconfig for clients on the host, see cluster.ClientKubeconfig),
+// CONTAINER_RUNTIME_ENDPOINT and IMAGE_SERVICE_ENDPOINT (node 0's
+// containerd, for crictl), and PATH led by the directory holding the
+// bundled kubectl and crictl.
 func Vars(cfg config.Config) []string {
 	p := cfg.Paths()
 	sock := "unix://" + p.Node(cfg.NodeName(0)).ContainerdSocket()
