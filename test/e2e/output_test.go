@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -255,5 +256,73 @@ func checkKubeconfigVerb(ctx context.Context, t *testing.T, e *env, dir string) 
 		if got, err := cmd.CombinedOutput(); err != nil || strings.TrimSpace(string(got)) != "node/kxo-out-node-0" {
 			t.Errorf("kubectl --kubeconfig <kubernix kubeconfig %v> get nodes: %v\n%s", more, err, got)
 		}
+	}
+}
+
+// TestOutputRootless: as an ordinary user, `up --kubeconfig` of a file
+// in the user's directory under /run (as /run/user/<uid> is on a desktop;
+// rootlesskit copies /run up, so the supervisor inside reaches it through
+// a link) writes the context to that file on the host, owned by the user,
+// and not ~/.kube/config; `kubernix kubeconfig` gives the host's address
+// (rootlesskit's forward on 127.0.0.1), which the user's kubectl uses,
+// and --internal the bridge's; `down` removes the context from the file.
+func TestOutputRootless(t *testing.T) {
+	rc := newRootlessCluster(t, "kxorl", "kxo-rl")
+	u, name := rc.u, rc.name
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	runDir := filepath.Join("/run", "kxo-"+u.name)
+	if err := os.Mkdir(runDir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(runDir) })
+	if err := os.Chown(runDir, u.uid, u.gid); err != nil {
+		t.Fatal(err)
+	}
+
+	kc := filepath.Join(runDir, "kc")
+	if out, code := u.kubernix(ctx, "up", "--detach", "--name", name, "--cidr", "10.177.0.0/16", "--kubeconfig", kc); code != 0 {
+		t.Fatalf("up --kubeconfig %s exited %d:\n%s", kc, code, out)
+	}
+	cfg, err := clientcmd.LoadFromFile(kc)
+	if err != nil || cfg.CurrentContext != rc.kctx {
+		t.Fatalf("%s lacks the current context %s (%v): %+v", kc, rc.kctx, err, cfg)
+	}
+	if st, err := os.Stat(kc); err != nil || int(st.Sys().(*syscall.Stat_t).Uid) != u.uid {
+		t.Errorf("%s is not the user's: %v", kc, err)
+	}
+	if _, err := os.Stat(filepath.Join(u.home, ".kube", "config")); err == nil {
+		t.Errorf("up wrote ~/.kube/config too")
+	}
+	for _, tt := range []struct {
+		flags  []string
+		prefix string
+	}{{nil, "https://127.0.0.1:"}, {[]string{"--internal"}, "https://10.177.0.1:6443"}} {
+		cmd := u.command(ctx, append([]string{filepath.Join(u.binDir, "kubernix"), "kubeconfig", "--name", name}, tt.flags...)...)
+		b, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("kubeconfig %v: %v", tt.flags, err)
+		}
+		got, err := clientcmd.Load(b)
+		if err != nil || got.Clusters[rc.kctx] == nil || !strings.HasPrefix(got.Clusters[rc.kctx].Server, tt.prefix) {
+			t.Fatalf("kubeconfig %v: want server %s… (%v):\n%s", tt.flags, tt.prefix, err, b)
+		}
+		if tt.flags != nil {
+			continue
+		}
+		f := filepath.Join(u.home, "copied")
+		if err := os.WriteFile(f, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := u.command(ctx, filepath.Join(u.binDir, "kubectl"), "--kubeconfig", f, "get", "nodes", "-o", "name").CombinedOutput(); err != nil ||
+			strings.TrimSpace(string(out)) != "node/"+name+"-node-0" {
+			t.Errorf("kubectl --kubeconfig <kubernix kubeconfig> get nodes as the user: %v\n%s", err, out)
+		}
+	}
+	if out, code := u.kubernix(ctx, "down", "--name", name); code != 0 {
+		t.Fatalf("down exited %d:\n%s", code, out)
+	}
+	if cfg, err = clientcmd.LoadFromFile(kc); err != nil || cfg.Contexts[rc.kctx] != nil {
+		t.Errorf("down left the context in %s (%v)", kc, err)
 	}
 }

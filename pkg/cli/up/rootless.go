@@ -94,22 +94,6 @@ func runRootless(ctx context.Context, env *common.Env, cfg config.Config, f *fla
 	return superviseRootless(ctx, env, cfg, f.detach, sup, logPath)
 }
 
-// checkRootlessKubeconfig refuses, wrapping config.ErrInvalid, a
-// --kubeconfig path under one of rootlesskit's copied-up directories
-// (rootless.CopyUp): the supervisor inside merges the context into the
-// file, and there it would write to its private copy, not to the user's
-// file. Anywhere else (the default ~/.kube/config too) it writes the
-// user's own file, as the user.
-func checkRootlessKubeconfig(path string) error {
-	for _, d := range rootless.CopyUp {
-		if rel, err := filepath.Rel(d, path); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
-			return fmt.Errorf("%w: --kubeconfig %s: a rootless cluster sees %s as a private copy, so the context would never reach this file; choose a file elsewhere, e.g. under your home directory",
-				config.ErrInvalid, path, d)
-		}
-	}
-	return nil
-}
-
 // prepareRootless checks the host for a rootless cluster of cfg and records
 // the cluster as rootless. It sets cfg's apiserver and registry ports (free
 // on the host's loopback) and cgroup parent (the delegated one), and returns

@@ -128,9 +128,6 @@ func runUp(ctx context.Context, env *common.Env, f *flags, notify *notifier) err
 	}
 	switch doctor.DetectMode() {
 	case doctor.ModeRootless:
-		if err := checkRootlessKubeconfig(cfg.Kubeconfig); err != nil {
-			return err
-		}
 		lock, err := lockState()
 		if err != nil {
 			return err
