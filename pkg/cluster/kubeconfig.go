@@ -62,8 +62,9 @@ func (c *Cluster) mergeUserKubeconfig() (warning string) {
 
 // userKubeconfigTarget is where up merges the context:
 // Options.KubeconfigPath if set, else the config's Kubeconfig (--kubeconfig)
-// if set, else the invoking user's kubeconfig (kubeconfig.UserTarget). A
-// rootless cluster's supervisor is root only in its user namespace, where
+// if set, owned like the invoking user's kubeconfig when created (the sudo
+// user's, see kubeconfig.UserTarget), else the invoking user's kubeconfig.
+// A rootless cluster's supervisor is root only in its user namespace, where
 // sudo's variables do not apply: it writes the kubeconfig of the user it
 // runs as.
 func (c *Cluster) userKubeconfigTarget() (kubeconfig.Target, error) {
@@ -71,7 +72,11 @@ func (c *Cluster) userKubeconfigTarget() (kubeconfig.Target, error) {
 	case c.opts.KubeconfigPath != "":
 		return kubeconfig.Target{Path: c.opts.KubeconfigPath}, nil
 	case c.Plan.Cfg.Kubeconfig != "":
-		return kubeconfig.Target{Path: c.Plan.Cfg.Kubeconfig}, nil
+		t := kubeconfig.Target{Path: c.Plan.Cfg.Kubeconfig}
+		if user, err := kubeconfig.UserTarget(); err == nil && !c.Plan.Rootless {
+			t.Owner = user.Owner // else the process's
+		}
+		return t, nil
 	case c.Plan.Rootless:
 		return kubeconfig.ProcessTarget()
 	}

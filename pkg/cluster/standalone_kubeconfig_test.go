@@ -6,7 +6,10 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
+	"os/user"
 	"path/filepath"
+	"strconv"
+	"syscall"
 	"testing"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -97,44 +100,71 @@ func TestStandaloneKubeconfig(t *testing.T) {
 }
 
 // TestConfigKubeconfig checks --kubeconfig (Config.Kubeconfig): up merges
-// the context into that file, not into $KUBECONFIG, and down removes it
-// from that file.
+// the context into that file, not into $KUBECONFIG, created owned by the
+// user who ran sudo (as root: root), and down removes it from that file.
 func TestConfigKubeconfig(t *testing.T) {
-	dir := t.TempDir()
-	plan := testPlan(t, 1)
-	plan.Paths = config.Paths{State: filepath.Join(dir, "state")}
-	plan.Cfg.Kubeconfig = filepath.Join(dir, "chosen", "kc")
-	b, err := pki.Ensure(plan.PKISpec())
+	nobody, err := user.Lookup("nobody")
 	if err != nil {
-		t.Fatal(err)
+		t.Skipf("no user nobody: %v", err)
 	}
-	if err := kubeconfig.Write(plan.Paths.Kubeconfig("admin"), plan.Cfg.ContextName(), plan.APIServerURL(), b.CA.Cert, b.Admin); err != nil {
-		t.Fatal(err)
+	tests := []struct {
+		name    string
+		sudo    []string // SUDO_USER, SUDO_UID, SUDO_GID
+		wantUID string
+	}{
+		{"no sudo: the process's", []string{"", "", ""}, strconv.Itoa(os.Geteuid())},
+		{"sudo: the invoking user's", []string{nobody.Username, nobody.Uid, nobody.Gid}, nobody.Uid},
 	}
-	userDefault := filepath.Join(dir, "default")
-	t.Setenv("SUDO_USER", "")
-	t.Setenv("KUBECONFIG", userDefault)
-	c := &Cluster{Plan: plan, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
-	if warning := c.mergeUserKubeconfig(); warning != "" {
-		t.Fatal(warning)
-	}
-	got, err := clientcmd.LoadFromFile(plan.Cfg.Kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got.CurrentContext != plan.Cfg.ContextName() || got.Contexts[plan.Cfg.ContextName()] == nil {
-		t.Errorf("%s lacks the context: %+v", plan.Cfg.Kubeconfig, got)
-	}
-	if _, err := os.Stat(userDefault); err == nil {
-		t.Errorf("up wrote $KUBECONFIG %s too", userDefault)
-	}
-	if err := removeUserKubeconfig(plan, c.Log); err != nil {
-		t.Fatal(err)
-	}
-	if got, err = clientcmd.LoadFromFile(plan.Cfg.Kubeconfig); err != nil {
-		t.Fatal(err)
-	}
-	if len(got.Contexts) != 0 || got.CurrentContext != "" {
-		t.Errorf("down left the context in %s: %+v", plan.Cfg.Kubeconfig, got)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if tt.sudo[0] != "" && os.Geteuid() != 0 {
+				t.Skip("needs root to chown")
+			}
+			dir := t.TempDir()
+			if err := os.Chmod(dir, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			plan := testPlan(t, 1)
+			plan.Paths = config.Paths{State: filepath.Join(dir, "state")}
+			plan.Cfg.Kubeconfig = filepath.Join(dir, "chosen", "kc")
+			b, err := pki.Ensure(plan.PKISpec())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := kubeconfig.Write(plan.Paths.Kubeconfig("admin"), plan.Cfg.ContextName(), plan.APIServerURL(), b.CA.Cert, b.Admin); err != nil {
+				t.Fatal(err)
+			}
+			userDefault := filepath.Join(dir, "default")
+			t.Setenv("SUDO_USER", tt.sudo[0])
+			t.Setenv("SUDO_UID", tt.sudo[1])
+			t.Setenv("SUDO_GID", tt.sudo[2])
+			t.Setenv("KUBECONFIG", userDefault)
+			c := &Cluster{Plan: plan, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			if warning := c.mergeUserKubeconfig(); warning != "" {
+				t.Fatal(warning)
+			}
+			got, err := clientcmd.LoadFromFile(plan.Cfg.Kubeconfig)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got.CurrentContext != plan.Cfg.ContextName() || got.Contexts[plan.Cfg.ContextName()] == nil {
+				t.Errorf("%s lacks the context: %+v", plan.Cfg.Kubeconfig, got)
+			}
+			if st, err := os.Stat(plan.Cfg.Kubeconfig); err != nil || strconv.Itoa(int(st.Sys().(*syscall.Stat_t).Uid)) != tt.wantUID {
+				t.Errorf("%s: owner %v (%v), want uid %s", plan.Cfg.Kubeconfig, st.Sys(), err, tt.wantUID)
+			}
+			if _, err := os.Stat(userDefault); err == nil {
+				t.Errorf("up wrote $KUBECONFIG %s too", userDefault)
+			}
+			if err := removeUserKubeconfig(plan, c.Log); err != nil {
+				t.Fatal(err)
+			}
+			if got, err = clientcmd.LoadFromFile(plan.Cfg.Kubeconfig); err != nil {
+				t.Fatal(err)
+			}
+			if len(got.Contexts) != 0 || got.CurrentContext != "" {
+				t.Errorf("down left the context in %s: %+v", plan.Cfg.Kubeconfig, got)
+			}
+		})
 	}
 }
