@@ -4,7 +4,7 @@ package cli
 
 import (
 	"context"
-	"errors"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
@@ -27,10 +27,19 @@ import (
 // Run executes kubernix with args (without the program name) and returns the
 // process exit code; errors are printed to streams.Err. environ is the
 // environment as KEY=VALUE strings (os.Environ()).
+//
+// An error before the verb runs (an unknown verb or flag, a wrong number
+// of arguments, a missing required flag) is a usage error: it exits 2,
+// as an invalid configuration does, with a pointer to the verb's --help.
 func Run(ctx context.Context, streams common.Streams, args, environ []string) int {
 	root := NewRootCommand(streams, environ)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	ran := false
+	root.PersistentPreRun = func(*cobra.Command, []string) { ran = true }
+	cmd, err := root.ExecuteContextC(ctx)
+	if err != nil && !ran {
+		err = &common.ExitError{Code: 2, Err: fmt.Errorf("%w\nRun '%s --help' for usage.", err, cmd.CommandPath())}
+	}
 	if err != nil {
 		common.Fprintf(streams.Err, "kubernix: %v\n", err)
 	}
@@ -49,12 +58,9 @@ func NewRootCommand(streams common.Streams, environ []string) *cobra.Command {
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(streams.Err)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return errors.Join(config.ErrInvalid, err)
-	})
 	env := &common.Env{
 		Streams: streams,
-		Flags:   config.NewFlags(root.PersistentFlags()),
+		Flags:   config.NewFlags(),
 		Environ: environ,
 		Verbose: &verbose,
 	}
@@ -74,5 +80,29 @@ func NewRootCommand(streams common.Streams, environ []string) *cobra.Command {
 		ociwrap.NewCommand(env),
 		cloudcontroller.NewCommand(env),
 	)
+	for _, c := range root.Commands() {
+		requireSubcommand(c)
+	}
 	return root
+}
+
+// requireSubcommand makes each command below cmd (cmd too) that only
+// groups others (config, image) print its help when run alone and fail
+// as a usage error (exit 2) when given anything else, as cobra does for
+// the root command; cobra would print the help and exit 0.
+func requireSubcommand(cmd *cobra.Command) {
+	for _, c := range cmd.Commands() {
+		requireSubcommand(c)
+	}
+	if !cmd.HasSubCommands() || cmd.Runnable() {
+		return
+	}
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.DisableFlagsInUseLine = true
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		return &common.ExitError{Code: 2, Err: fmt.Errorf("unknown command %q for %q\nRun '%s --help' for usage.", args[0], cmd.CommandPath(), cmd.CommandPath())}
+	}
 }

@@ -131,7 +131,8 @@ func TestNetworkAddresses(t *testing.T) {
 func load(t *testing.T, args []string, env []string) (Config, error) {
 	t.Helper()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	flags := NewFlags(fs)
+	flags := NewFlags()
+	flags.Bind(fs)
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}

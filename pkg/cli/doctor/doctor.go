@@ -16,7 +16,7 @@ import (
 // and version, or where it looked and how to get it; then the host checks.
 // It exits 1 when a required check fails.
 func NewCommand(env *common.Env) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check the binaries and the host a cluster needs",
 		Args:  cobra.NoArgs,
@@ -38,4 +38,6 @@ func NewCommand(env *common.Env) *cobra.Command {
 			return nil
 		},
 	}
+	env.BindConfig(cmd, "bin_dir", "cni_dir", "cgroup_parent")
+	return cmd
 }

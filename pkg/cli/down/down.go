@@ -81,6 +81,7 @@ func NewCommand(env *common.Env) *cobra.Command {
 			return nil
 		},
 	}
+	env.BindSelector(cmd)
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long to wait for the supervisor's orderly down")
 	return cmd
 }

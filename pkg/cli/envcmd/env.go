@@ -38,7 +38,7 @@ func Vars(cfg config.Config) []string {
 // NewEnvCommand returns `kubernix env`: the variables as shell exports, for
 // `eval "$(kubernix env)"`.
 func NewEnvCommand(env *common.Env) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "env",
 		Short: "Print shell exports pointing kubectl and crictl at the cluster",
 		Long:  "Print shell exports (KUBECONFIG, CONTAINER_RUNTIME_ENDPOINT, PATH with the bundled kubectl and crictl); use as eval \"$(kubernix env)\".",
@@ -55,12 +55,14 @@ func NewEnvCommand(env *common.Env) *cobra.Command {
 			return nil
 		},
 	}
+	env.BindSelector(cmd)
+	return cmd
 }
 
 // NewShellCommand returns `kubernix shell`: the user's shell (or the given
 // command) with the cluster's environment.
 func NewShellCommand(env *common.Env) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "shell [-- COMMAND [ARG...]]",
 		Short: "Start a shell (or run a command) with the cluster's environment",
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -70,7 +72,7 @@ func NewShellCommand(env *common.Env) *cobra.Command {
 			}
 			if len(args) == 0 {
 				if cfg.Shell == "" {
-					return fmt.Errorf("no shell: set $SHELL or --shell")
+					return fmt.Errorf("no shell: set $SHELL, or give the command to run after --")
 				}
 				args = []string{cfg.Shell}
 			}
@@ -86,6 +88,8 @@ func NewShellCommand(env *common.Env) *cobra.Command {
 			return nil
 		},
 	}
+	env.BindSelector(cmd)
+	return cmd
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

@@ -40,6 +40,7 @@ extra names CRI gives pulled images (sha256:<id>, <repo>@<digest>) are left out.
 			return list(cmd.Context(), env.Streams.Out, nodes)
 		},
 	}
+	env.BindSelector(cmd)
 	cmd.Flags().IntVar(&index, "node", 0, "list this node's images only (index from 0); default: every node")
 	return cmd
 }

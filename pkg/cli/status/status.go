@@ -54,6 +54,7 @@ func NewCommand(env *common.Env) *cobra.Command {
 			return printStatus(cmd.Context(), env.Streams.Out, cfg)
 		},
 	}
+	env.BindSelector(cmd)
 	cmd.Flags().BoolVar(&timings, "timings", false, "show the phase and component timings of the last up")
 	return cmd
 }

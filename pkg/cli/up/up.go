@@ -72,6 +72,7 @@ must provide for that.`,
 			return run(cmd.Context(), env, f)
 		},
 	}
+	env.BindConfig(cmd)
 	cmd.Flags().BoolVarP(&f.detach, "detach", "d", false, "start a background supervisor and return once the cluster is Ready")
 	cmd.Flags().BoolVar(&f.retain, "retain", false, "on failure, keep what was started for inspection (kubernix down removes it)")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 5*time.Minute, "give up if the cluster is not Ready in this time")
