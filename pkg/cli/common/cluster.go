@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/kubernix/kubernix/pkg/bins"
 	"github.com/kubernix/kubernix/pkg/cluster"
@@ -96,4 +99,19 @@ func BinDir(cfg config.Config) string {
 		return ""
 	}
 	return filepath.Dir(p)
+}
+
+// CompleteNodeIndex completes a --node flag with the selected cluster's
+// node indices, 0..nodes-1, each described by its node name; nothing when
+// the cluster is not found.
+func (e *Env) CompleteNodeIndex(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	cfg, err := e.SavedConfig()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []cobra.Completion
+	for i, name := range cfg.NodeNames() {
+		out = append(out, cobra.CompletionWithDesc(strconv.Itoa(i), name))
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
 }

@@ -42,6 +42,7 @@ extra names CRI gives pulled images (sha256:<id>, <repo>@<digest>) are left out.
 	}
 	env.BindSelector(cmd)
 	cmd.Flags().IntVar(&index, "node", 0, "list this node's images only (index from 0); default: every node")
+	_ = cmd.RegisterFlagCompletionFunc("node", env.CompleteNodeIndex)
 	return cmd
 }
 

@@ -63,6 +63,7 @@ the tarball into the images folder, <state>/images/, instead.`,
 	env.BindSelector(cmd)
 	cmd.Flags().IntVar(&f.node, "node", 0, "load into this node only (index from 0); default: every node")
 	cmd.Flags().BoolVar(&f.pin, "pin", true, "pin the images, so the kubelet never garbage-collects them")
+	_ = cmd.RegisterFlagCompletionFunc("node", env.CompleteNodeIndex)
 	return cmd
 }
 

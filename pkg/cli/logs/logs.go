@@ -66,6 +66,7 @@ With no COMPONENT it lists every log of the cluster.`,
 	}
 	env.BindSelector(cmd)
 	cmd.Flags().IntVar(&nodeIndex, "node", 0, "node index, from 0, for node components")
+	_ = cmd.RegisterFlagCompletionFunc("node", env.CompleteNodeIndex)
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing what is appended")
 	return cmd
 }
