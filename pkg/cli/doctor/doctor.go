@@ -3,6 +3,7 @@ package doctor
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -25,7 +26,11 @@ func NewCommand(env *common.Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			report, facts := doctor.Check(cmd.Context(), bins.NewFinder(cfg.BinDir),
+			finder := bins.NewFinder(cfg.BinDir, cfg.BundleDir)
+			if cfg.BundleDir != "" {
+				finder.Bundle.How = bundleSetBy(cmd, env.Environ)
+			}
+			report, facts := doctor.Check(cmd.Context(), finder,
 				doctor.Options{CNIDir: cfg.CNIDir, CgroupParent: cfg.CgroupParent})
 			if facts.Mode == doctor.ModeRootless {
 				common.Fprintf(env.Streams.Out, "not root: checking for rootless mode (kubernix up runs the cluster under rootlesskit)\n")
@@ -40,4 +45,19 @@ func NewCommand(env *common.Env) *cobra.Command {
 	}
 	env.BindConfig(cmd, "bin_dir", "cni_dir", "cgroup_parent")
 	return cmd
+}
+
+// bundleSetBy names the source of the bundle_dir setting, in Load's
+// precedence: the --bundle-dir flag, $KUBERNIX_BUNDLE_DIR in environ, else
+// the --config file.
+func bundleSetBy(cmd *cobra.Command, environ []string) string {
+	if cmd.Flags().Changed("bundle-dir") {
+		return "--bundle-dir"
+	}
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, config.EnvPrefix+"BUNDLE_DIR=") {
+			return "$" + config.EnvPrefix + "BUNDLE_DIR"
+		}
+	}
+	return "bundle_dir in the --config file"
 }

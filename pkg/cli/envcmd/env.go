@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubernix/kubernix/pkg/bins"
 	"github.com/kubernix/kubernix/pkg/cli/common"
 	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/config"
@@ -75,6 +76,13 @@ func NewShellCommand(env *common.Env) *cobra.Command {
 					return fmt.Errorf("no shell: set $SHELL, or give the command to run after --")
 				}
 				args = []string{cfg.Shell}
+			}
+			// exec looks a bare name up on our PATH, not the child's:
+			// the bundle's kubectl and crictl must win over older ones.
+			if dir := common.BinDir(cfg); dir != "" && !strings.Contains(args[0], "/") {
+				if p, err := (&bins.Finder{BinDir: dir}).Find(args[0]); err == nil {
+					args[0] = p
+				}
 			}
 			c := exec.CommandContext(cmd.Context(), args[0], args[1:]...)
 			c.Stdin, c.Stdout, c.Stderr = env.Streams.In, env.Streams.Out, env.Streams.Err
