@@ -43,7 +43,7 @@ func NewCommand(env *common.Env) *cobra.Command {
 			return nil
 		},
 	}
-	env.BindConfig(cmd, "bin_dir", "cni_dir", "cgroup_parent")
+	env.BindConfig(cmd, "bin_dir", "bundle_dir", "cni_dir", "cgroup_parent")
 	return cmd
 }
 
