@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -374,9 +375,8 @@ func CheckOwned(dir string) error {
 // remove it). A state dir that is already gone is no error.
 //
 // A rootless cluster's state dir may hold files owned by the subordinate
-// IDs of its user namespace (image layers with files of other users);
-// the user cannot remove those from outside the namespace, and the error
-// says how to (see removeState).
+// IDs of its user namespace, which removeState removes from a user
+// namespace of the user's.
 func Purge(inv Inventory, p config.Paths, name string) error {
 	if err := CheckOwned(p.State); err != nil {
 		return err
@@ -398,13 +398,22 @@ func Purge(inv Inventory, p config.Paths, name string) error {
 	return inv.Forget(p.State)
 }
 
-// removeState removes the state dir. For a rootless cluster, files the
-// user may not remove (owned by a subordinate ID) make an error saying to
-// remove them from inside a user namespace of the user's IDs.
+// removeState removes the state dir. A rootless cluster's may hold files
+// of its user namespace's subordinate IDs (image layers with files of
+// other users), which the user cannot remove: then, run by that user, it
+// removes the dir again as root of a user namespace that maps the user's
+// subordinate IDs (util-linux `unshare --map-auto --map-root-user rm -rf`,
+// newuidmap as for rootlesskit), and the error says how to do it by hand
+// when that fails too.
 func removeState(dir string, rootless bool) error {
 	err := os.RemoveAll(dir)
-	if err != nil && rootless && errors.Is(err, fs.ErrPermission) {
-		return fmt.Errorf("remove the state dir: %w; files there belong to the user namespace's subordinate IDs: remove them as root, or as this user with `rootlesskit rm -rf %s`", err, dir)
+	if err != nil && rootless && os.Geteuid() != 0 && errors.Is(err, fs.ErrPermission) {
+		out, uerr := exec.Command("unshare", "--map-auto", "--map-root-user", "rm", "-rf", "--", dir).CombinedOutput()
+		if uerr == nil {
+			return nil
+		}
+		return fmt.Errorf("remove the state dir: %w; files there belong to the user namespace's subordinate IDs, and `unshare --map-auto --map-root-user rm -rf -- %s` failed (%w: %s): remove them as root",
+			err, dir, uerr, strings.TrimSpace(string(out)))
 	}
 	if err != nil {
 		return fmt.Errorf("remove the state dir: %w", err)
