@@ -125,13 +125,10 @@ func All(ctx context.Context, env *common.Env, timeout time.Duration, stopped bo
 // ForEach calls f with the recorded config of every cluster of the
 // user's inventory that is running or broken (and stopped ones too with
 // stopped), in order, until ctx ends; failures are reported on the error
-// stream and counted in the error. An inventory that could not be read
-// in full is reported too, and what was read is still done.
+// stream and counted in the error (exit 1). An inventory that could not
+// be read in full is an error too (exit 1), after what was read is done.
 func ForEach(ctx context.Context, env *common.Env, stopped bool, f func(config.Config) error) error {
 	infos, err := cluster.DefaultInventory().Find()
-	if err != nil {
-		common.Fprintf(env.Streams.Err, "kubernix: %v\n", err)
-	}
 	failed, tried := 0, 0
 	for _, in := range infos {
 		if in.State == cluster.StateStopped && !stopped {
@@ -151,9 +148,12 @@ func ForEach(ctx context.Context, env *common.Env, stopped bool, f func(config.C
 		}
 	}
 	if failed > 0 {
-		return fmt.Errorf("%d of %d cluster(s) failed", failed, tried)
+		err = errors.Join(fmt.Errorf("%d of %d cluster(s) failed", failed, tried), err)
 	}
-	return err
+	if err != nil {
+		return &common.ExitError{Code: 1, Err: err}
+	}
+	return nil
 }
 
 // lockForDown takes the state dir's lock for down, asking a supervisor

@@ -81,18 +81,23 @@ component or node). ` + "`kubernix down`" + ` brings a broken cluster to stopped
 
 -o json and -o yaml print a list of objects with the fields name, nodes,
 state, mode, stateDir, started (RFC 3339), supervisorPID and problems
-(why it is broken); the last three only when set.`,
+(why it is broken); the last three only when set. A state dir that cannot
+be read is reported after the list, and the exit code is 1.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := common.CheckOutput(output); err != nil {
 				return err
 			}
-			infos, err := cluster.DefaultInventory().Find()
-			if err != nil {
-				// What could be read is still listed.
-				common.Fprintf(env.Streams.Err, "kubernix: %v\n", err)
+			// What could be read is listed, then the rest is an error
+			// (exit 1).
+			infos, findErr := cluster.DefaultInventory().Find()
+			if err := printClusters(env.Streams.Out, output, rows(infos), time.Now()); err != nil {
+				return err
 			}
-			return printClusters(env.Streams.Out, output, rows(infos), time.Now())
+			if findErr != nil {
+				return &common.ExitError{Code: 1, Err: findErr}
+			}
+			return nil
 		},
 	}
 	common.AddOutputFlag(cmd, &output)
