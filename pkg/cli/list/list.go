@@ -12,6 +12,7 @@ import (
 
 	"github.com/kubernix/kubernix/pkg/cli/common"
 	"github.com/kubernix/kubernix/pkg/cluster"
+	"github.com/kubernix/kubernix/pkg/config"
 )
 
 // Cluster is one row of `kubernix list`, and one element of its JSON
@@ -55,9 +56,15 @@ func NewCommand(env *common.Env) *cobra.Command {
 // clusters`: `kubernix list` under kind's name for it.
 func NewGetCommand(env *common.Env) *cobra.Command {
 	get := &cobra.Command{
-		Use:   "get",
+		Use:   "get clusters",
 		Short: "Print resources of this machine (clusters)",
-		Args:  cobra.NoArgs,
+		// Without a known resource: a usage error (exit 2).
+		RunE: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return fmt.Errorf("%w: kubernix get: name what to get: clusters", config.ErrInvalid)
+			}
+			return fmt.Errorf("%w: kubernix get %s: unknown resource; known: clusters", config.ErrInvalid, args[0])
+		},
 	}
 	get.AddCommand(newCommand(env, "clusters", "cluster"))
 	return get
