@@ -48,7 +48,7 @@ any failed, after trying all.`,
 				return err
 			}
 			if all {
-				return All(cmd.Context(), env, timeout, false)
+				return All(cmd.Context(), env, timeout)
 			}
 			// The cluster-selecting flags (--name, --state-dir).
 			cfg, err := env.SavedConfig()
@@ -114,12 +114,10 @@ func Down(ctx context.Context, env *common.Env, cfg config.Config, timeout time.
 }
 
 // All runs Down on every cluster of the user's inventory
-// (cluster.DefaultInventory) that is running or broken, or with
-// stopped too, on every one, in the inventory's order; then the next,
-// whatever failed. Each failure is reported on the error stream as it
-// happens, and the error, if any failed, counts them (exit 1).
-func All(ctx context.Context, env *common.Env, timeout time.Duration, stopped bool) error {
-	return ForEach(ctx, env, stopped, func(cfg config.Config) error { return Down(ctx, env, cfg, timeout) })
+// (cluster.DefaultInventory) that is running or broken, in the
+// inventory's order, whatever failed before (see ForEach).
+func All(ctx context.Context, env *common.Env, timeout time.Duration) error {
+	return ForEach(ctx, env, false, func(cfg config.Config) error { return Down(ctx, env, cfg, timeout) })
 }
 
 // ForEach calls f with the recorded config of every cluster of the
