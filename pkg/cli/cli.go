@@ -11,10 +11,12 @@ import (
 	"github.com/kubernix/kubernix/pkg/cli/cloudcontroller"
 	"github.com/kubernix/kubernix/pkg/cli/common"
 	"github.com/kubernix/kubernix/pkg/cli/configcmd"
+	"github.com/kubernix/kubernix/pkg/cli/deletecmd"
 	"github.com/kubernix/kubernix/pkg/cli/doctor"
 	"github.com/kubernix/kubernix/pkg/cli/down"
 	"github.com/kubernix/kubernix/pkg/cli/envcmd"
 	"github.com/kubernix/kubernix/pkg/cli/image"
+	"github.com/kubernix/kubernix/pkg/cli/list"
 	"github.com/kubernix/kubernix/pkg/cli/logs"
 	"github.com/kubernix/kubernix/pkg/cli/ociwrap"
 	"github.com/kubernix/kubernix/pkg/cli/sandbox"
@@ -71,6 +73,9 @@ func NewRootCommand(streams common.Streams, environ []string) *cobra.Command {
 		doctor.NewCommand(env),
 		up.NewCommand(env),
 		down.NewCommand(env),
+		deletecmd.NewCommand(env),
+		list.NewCommand(env),
+		list.NewGetCommand(env),
 		status.NewCommand(env),
 		logs.NewCommand(env),
 		image.NewCommand(env),

@@ -177,9 +177,15 @@ func (c *Config) Resolve() {
 	}
 }
 
-func defaultStateDir(name string) string {
+func defaultStateDir(name string) string { return filepath.Join(StateRoot(), name) }
+
+// StateRoot is the directory holding the default state dir of every
+// cluster of the calling user, <StateRoot>/<name>: /var/lib/kubernix as
+// root, else $XDG_DATA_HOME/kubernix (~/.local/share/kubernix when
+// XDG_DATA_HOME is unset, as the XDG base directory spec says).
+func StateRoot() string {
 	if os.Geteuid() == 0 {
-		return filepath.Join("/var/lib/kubernix", name)
+		return "/var/lib/kubernix"
 	}
 	data := os.Getenv("XDG_DATA_HOME")
 	if data == "" {
@@ -189,7 +195,7 @@ func defaultStateDir(name string) string {
 		}
 		data = filepath.Join(home, ".local", "share")
 	}
-	return filepath.Join(data, "kubernix", name)
+	return filepath.Join(data, "kubernix")
 }
 
 // ContextName is the kubeconfig context (and cluster and user) name of the cluster.
