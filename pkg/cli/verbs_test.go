@@ -59,7 +59,7 @@ func TestVerbFlags(t *testing.T) {
 		t.Errorf("the verbs' flags are\n%s\nwant (%s; -update rewrites it)\n%s", b.String(), golden, want)
 	}
 	selector := []string{"config", "name", "state-dir"}
-	for _, path := range []string{"down", "status", "logs", "env", "shell", "image list", "image load"} {
+	for _, path := range []string{"down", "delete", "status", "logs", "env", "shell", "image list", "image load"} {
 		c, _, err := root.Find(strings.Fields(path))
 		if err != nil {
 			t.Fatal(err)

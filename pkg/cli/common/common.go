@@ -11,6 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/config"
 )
 
@@ -43,6 +44,19 @@ func (e *Env) BindConfig(cmd *cobra.Command, keys ...string) {
 // on one (down, status, logs, env, image, kubeconfig, delete).
 func (e *Env) BindSelector(cmd *cobra.Command) {
 	e.Flags.Bind(cmd.Flags(), config.SelectorKeys...)
+	_ = cmd.RegisterFlagCompletionFunc("name", completeClusterNames)
+}
+
+// completeClusterNames completes --name with the names of this user's
+// clusters on this machine (cluster.DefaultInventory), each described by
+// its state and state dir.
+func completeClusterNames(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	infos, _ := cluster.DefaultInventory().Find()
+	var out []cobra.Completion
+	for _, info := range infos {
+		out = append(out, cobra.CompletionWithDesc(info.Name, fmt.Sprintf("%s, %s", info.State, info.StateDir)))
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
 // Config loads the effective config from the --config file, KUBERNIX_*

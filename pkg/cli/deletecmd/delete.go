@@ -59,6 +59,7 @@ error. --all deletes every cluster ` + "`kubernix list`" + ` shows.`,
 		},
 	}
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long to wait for the supervisor's orderly down")
+	env.BindSelector(cmd)
 	cmd.Flags().BoolVar(&all, "all", false, "delete every cluster of this user on this machine")
 	return cmd
 }
