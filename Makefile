@@ -27,7 +27,7 @@ UPSTREAM   := $(BIN)/kube $(BIN)/kubectl $(BIN)/agnhost $(BIN)/containerd \
 	$(BIN)/local-path-provisioner $(BIN)/registry $(BIN)/metrics-server
 KUBERNIX_SRC := $(shell find cmd pkg assets images -type f 2>/dev/null) go.mod go.sum
 
-.PHONY: all deps bins images build up down test unit integration bench doctor clean fmt vet vet-bundle
+.PHONY: all deps bins images build install uninstall up down test unit integration bench doctor clean fmt vet vet-bundle
 
 all: build
 
@@ -96,6 +96,31 @@ build: $(BIN)/kubernix
 
 $(BIN)/kubernix: $(KUBERNIX_SRC)
 	$(GO) build -o $@ ./cmd/kubernix
+
+# `make install [PREFIX=/usr/local] [DESTDIR=]` puts kubernix into
+# PREFIX/bin and its bundle into PREFIX/lib/kubernix: every component binary
+# (bin/, the multi-call binary's names as links to it) and the built-in
+# images (images/). kubernix finds the bundle from its own path, so a copy
+# of PREFIX elsewhere keeps working. `make uninstall` removes exactly these.
+PREFIX      ?= /usr/local
+INSTALL_BIN := $(DESTDIR)$(PREFIX)/bin
+INSTALL_LIB := $(DESTDIR)$(PREFIX)/lib/kubernix
+# The built-in images (pkg/images Builtins), as `make images` writes them.
+IMAGE_TARS  := $(addsuffix .tar,pause coredns agnhost local-path-provisioner busybox metrics-server)
+
+install: bins images build
+	install -d $(INSTALL_BIN) $(INSTALL_LIB)/bin $(INSTALL_LIB)/images
+	install -m 0755 $(BIN)/kubernix $(INSTALL_BIN)/kubernix
+	install -m 0755 $(UPSTREAM) $(INSTALL_LIB)/bin/
+	for n in $(KUBE_NAMES); do ln -sfn kube $(INSTALL_LIB)/bin/$$n || exit 1; done
+	install -m 0644 $(addprefix $(IMAGES)/,$(IMAGE_TARS)) $(INSTALL_LIB)/images/
+
+uninstall:
+	rm -f $(INSTALL_BIN)/kubernix $(addprefix $(INSTALL_LIB)/bin/,$(notdir $(UPSTREAM)) $(KUBE_NAMES)) \
+		$(addprefix $(INSTALL_LIB)/images/,$(IMAGE_TARS))
+	for d in $(INSTALL_LIB)/bin $(INSTALL_LIB)/images $(INSTALL_LIB); do \
+		if [ -d $$d ]; then rmdir --ignore-fail-on-non-empty $$d || exit 1; fi; \
+	done
 
 doctor: build
 	$(BIN)/kubernix doctor

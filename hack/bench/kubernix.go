@@ -135,9 +135,10 @@ type Kubernix struct {
 
 func (k Kubernix) bin(name string) string { return filepath.Join(k.BinDir, name) }
 
-// cluster are the global flags selecting the cluster.
+// cluster are the flags selecting the cluster, which every verb that
+// acts on one takes.
 func (k Kubernix) cluster() []string {
-	return []string{"--name", k.Layout.Name, "--state-dir", k.Layout.StateDir, "--bin-dir", k.BinDir}
+	return []string{"--name", k.Layout.Name, "--state-dir", k.Layout.StateDir}
 }
 
 func (k Kubernix) run(ctx context.Context, args ...string) ([]byte, time.Duration, error) {
@@ -153,7 +154,7 @@ func (k Kubernix) run(ctx context.Context, args ...string) ([]byte, time.Duratio
 // interrupted `up` and may still be booting the cluster; see stopProcesses.
 func (k Kubernix) Up(ctx context.Context, nodes int) (time.Duration, []procID, error) {
 	args := append([]string{"up", "--detach", "--timeout", k.Timeout.String(),
-		"--cidr", k.CIDR, "--nodes", strconv.Itoa(nodes)}, k.cluster()...)
+		"--cidr", k.CIDR, "--nodes", strconv.Itoa(nodes), "--bin-dir", k.BinDir}, k.cluster()...)
 	if k.Addons != "" {
 		args = append(args, "--addons", k.Addons)
 	}

@@ -1,6 +1,8 @@
-// Package bins finds the upstream binaries kubernix runs and reports their
-// versions. The search order is: the --bin-dir, the directory of the kubernix
-// executable and its _output/bin, then PATH.
+// Package bins finds the upstream binaries kubernix runs and the built-in
+// images, and reports the binaries' versions. The search order is: the
+// --bin-dir; the bundle (--bundle-dir, else the one beside the kubernix
+// executable: <exe dir>/../lib/kubernix as installed, or the source
+// tree's _output); $PATH; then /usr/sbin and /sbin.
 package bins
 
 import (
@@ -11,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -35,49 +38,149 @@ type Binary struct {
 	Hint string
 }
 
-// Finder looks binaries up in a fixed order of directories.
-type Finder struct {
-	// Dirs are searched in order before PATH.
-	Dirs []string
-	// Path is the PATH list searched last (os.Getenv("PATH") by default).
-	Path string
+// How a bundle was located (Bundle.How).
+const (
+	// HowGiven: the bundle_dir setting (--bundle-dir or $KUBERNIX_BUNDLE_DIR).
+	HowGiven = "--bundle-dir / $KUBERNIX_BUNDLE_DIR"
+	// HowInstalled: <exe dir>/../lib/kubernix, as `make install` lays it out.
+	HowInstalled = "installed layout"
+	// HowSourceTree: the source tree's _output, where `make` builds it.
+	HowSourceTree = "source tree"
+)
+
+// Bundle is the set of component binaries and built-in images one
+// kubernix runs with: `make install` puts it in PREFIX/lib/kubernix/{bin,images},
+// `make` in the source tree's _output/{bin,images}.
+type Bundle struct {
+	// Dir is the bundle's root; "" when no bundle was found.
+	Dir string
+	// Bin holds the component binaries (kube-apiserver, kubectl, containerd, ...).
+	Bin string
+	// Images holds the built-in image tarballs (pause.tar, coredns.tar, ...).
+	Images string
+	// How it was found: HowGiven, HowInstalled or HowSourceTree.
+	How string
 }
 
-// NewFinder returns the Finder for a --bin-dir (may be empty): binDir, then
-// the directory holding the running executable and its _output/bin, then PATH.
-func NewFinder(binDir string) *Finder {
-	f := &Finder{Path: os.Getenv("PATH")}
-	if binDir != "" {
-		f.Dirs = append(f.Dirs, binDir)
+// bundleMarker is the binary whose presence in a candidate's bin dir makes
+// it the bundle.
+const bundleMarker = "kube-apiserver"
+
+// DefaultSystemDirs are searched after $PATH: system tools (iptables,
+// nft, ip, nsenter, unshare) are often only there, and an ordinary
+// user's PATH on Debian lacks them.
+var DefaultSystemDirs = []string{"/usr/sbin", "/sbin"}
+
+// GivenBundle is the bundle of the bundle_dir setting dir: dir/bin and dir/images.
+func GivenBundle(dir string) Bundle {
+	return Bundle{Dir: dir, Bin: filepath.Join(dir, "bin"), Images: filepath.Join(dir, "images"), How: HowGiven}
+}
+
+// BundleCandidates are the bundles an executable at exe (an absolute,
+// symlink-resolved path) may have, in the order they are tried: the
+// installed layout <exe dir>/../lib/kubernix, then the source tree's
+// layouts: kubernix in _output/bin (bin <exe dir>, images <exe dir>/../images)
+// and kubernix at the top of the tree (<exe dir>/_output).
+func BundleCandidates(exe string) []Bundle {
+	dir := filepath.Dir(exe)
+	parent := filepath.Dir(dir)
+	lib := filepath.Join(parent, "lib", "kubernix")
+	out := filepath.Join(dir, "_output")
+	return []Bundle{
+		{Dir: lib, Bin: filepath.Join(lib, "bin"), Images: filepath.Join(lib, "images"), How: HowInstalled},
+		{Dir: parent, Bin: dir, Images: filepath.Join(parent, "images"), How: HowSourceTree},
+		{Dir: out, Bin: filepath.Join(out, "bin"), Images: filepath.Join(out, "images"), How: HowSourceTree},
 	}
-	if exe, err := os.Executable(); err == nil {
-		if exe, err = filepath.EvalSymlinks(exe); err == nil {
-			dir := filepath.Dir(exe)
-			f.Dirs = append(f.Dirs, dir, filepath.Join(dir, "_output", "bin"))
+}
+
+// LocateBundle returns GivenBundle(given) when given is not empty, else
+// the first of BundleCandidates(exe) whose bin dir holds kube-apiserver,
+// else the zero Bundle (exe "" finds none).
+func LocateBundle(given, exe string) Bundle {
+	if given != "" {
+		return GivenBundle(given)
+	}
+	if exe == "" {
+		return Bundle{}
+	}
+	for _, b := range BundleCandidates(exe) {
+		if isExecutable(filepath.Join(b.Bin, bundleMarker)) {
+			return b
 		}
 	}
+	return Bundle{}
+}
+
+// Finder looks binaries up in a fixed order of directories: BinDir, the
+// Bundle's bin dir, Path, then SystemDirs.
+type Finder struct {
+	// BinDir (the --bin-dir) is searched first; "" for none.
+	BinDir string
+	// Bundle's Bin is searched next, so its kubectl wins over an older one
+	// on PATH; its Images are the built-in images. Zero when none was found.
+	Bundle Bundle
+	// Exe is the kubernix executable whose bundle NewFinder looked for
+	// (symlinks resolved); "" when unknown.
+	Exe string
+	// Path is the PATH list searched after the bundle (os.Getenv("PATH") by default).
+	Path string
+	// SystemDirs are searched last (DefaultSystemDirs by default).
+	SystemDirs []string
+}
+
+// NewFinder returns the Finder for a --bin-dir and a --bundle-dir (either
+// may be empty): binDir, then the bundle (bundleDir, else the one
+// LocateBundle finds from the running executable's own path), then PATH,
+// then DefaultSystemDirs.
+func NewFinder(binDir, bundleDir string) *Finder {
+	f := &Finder{BinDir: binDir, Path: os.Getenv("PATH"), SystemDirs: DefaultSystemDirs}
+	if exe, err := os.Executable(); err == nil {
+		if exe, err = filepath.EvalSymlinks(exe); err == nil {
+			f.Exe = exe
+		}
+	}
+	f.Bundle = LocateBundle(bundleDir, f.Exe)
 	return f
 }
 
-// Searched lists every directory Find looks in, in order.
-func (f *Finder) Searched() []string {
-	return append(append([]string{}, f.Dirs...), filepath.SplitList(f.Path)...)
+// dirs lists BinDir and the bundle's bin dir, those that are set.
+func (f *Finder) dirs() []string {
+	var out []string
+	for _, d := range []string{f.BinDir, f.Bundle.Bin} {
+		if d != "" {
+			out = append(out, d)
+		}
+	}
+	return out
 }
 
-// Where describes the search order briefly: the directories, then "$PATH".
+// Searched lists every directory Find looks in, in order, each once.
+func (f *Finder) Searched() []string {
+	var out []string
+	seen := map[string]bool{"": true}
+	for _, list := range [][]string{f.dirs(), filepath.SplitList(f.Path), f.SystemDirs} {
+		for _, d := range list {
+			if !seen[d] {
+				seen[d] = true
+				out = append(out, d)
+			}
+		}
+	}
+	return out
+}
+
+// Where describes the search order briefly: the directories, "$PATH",
+// then the system dirs.
 func (f *Finder) Where() string {
-	return strings.Join(append(append([]string{}, f.Dirs...), "$PATH"), ", ")
+	return strings.Join(append(append(f.dirs(), "$PATH"), f.SystemDirs...), ", ")
 }
 
 // Find returns the absolute path of the executable name. The error wraps
 // ErrNotFound and lists where it looked.
 func (f *Finder) Find(name string) (string, error) {
 	for _, dir := range f.Searched() {
-		if dir == "" {
-			continue
-		}
 		p := filepath.Join(dir, name)
-		if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0 {
+		if isExecutable(p) {
 			abs, err := filepath.Abs(p)
 			if err != nil {
 				return p, nil
@@ -86,6 +189,44 @@ func (f *Finder) Find(name string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("%w: %s (looked in %s)", ErrNotFound, name, f.Where())
+}
+
+// isExecutable reports whether p is a regular file (after symlinks) with
+// an execute bit.
+func isExecutable(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
+}
+
+// SystemPath returns the PATH list path with each of DefaultSystemDirs it
+// lacks appended, for the processes kubernix starts: containerd, the CNI
+// plugins and the kubelet run iptables, ip and mount by name.
+func SystemPath(path string) string {
+	have := filepath.SplitList(path)
+	for _, d := range DefaultSystemDirs {
+		if !slices.Contains(have, d) {
+			have = append(have, d)
+		}
+	}
+	return strings.Join(slices.DeleteFunc(have, func(d string) bool { return d == "" }), string(os.PathListSeparator))
+}
+
+// SystemEnviron returns environ (KEY=VALUE strings, as from os.Environ)
+// with its PATH passed through SystemPath (PATH=/usr/sbin:/sbin added when
+// it has none), for children that run system tools by name.
+func SystemEnviron(environ []string) []string {
+	out := make([]string, 0, len(environ)+1)
+	found := false
+	for _, kv := range environ {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			kv, found = "PATH="+SystemPath(v), true
+		}
+		out = append(out, kv)
+	}
+	if !found {
+		out = append(out, "PATH="+SystemPath(""))
+	}
+	return out
 }
 
 // VersionCache is where CachedVersion records versions: in /run, so a
@@ -143,17 +284,25 @@ func Version(ctx context.Context, path string, args ...string) (string, error) {
 }
 
 // ImagesDir returns the first directory holding the built-in image
-// tarballs (pause.tar): "images" beside each searched bin dir's parent
-// (so _output/images for _output/bin), then <dir>/_output/images.
+// tarballs (pause.tar): "images" beside the --bin-dir (so _output/images
+// for _output/bin), then the bundle's images dir. The error lists where it
+// looked and how to get them.
 func (f *Finder) ImagesDir() (string, error) {
 	var tried []string
-	for _, dir := range f.Dirs {
-		for _, cand := range []string{filepath.Join(filepath.Dir(dir), "images"), filepath.Join(dir, "_output", "images")} {
-			tried = append(tried, cand)
-			if st, err := os.Stat(filepath.Join(cand, "pause.tar")); err == nil && st.Mode().IsRegular() {
-				return cand, nil
-			}
+	if f.BinDir != "" {
+		tried = append(tried, filepath.Join(filepath.Dir(f.BinDir), "images"))
+	}
+	if f.Bundle.Images != "" {
+		tried = append(tried, f.Bundle.Images)
+	}
+	for _, cand := range tried {
+		if st, err := os.Stat(filepath.Join(cand, "pause.tar")); err == nil && st.Mode().IsRegular() {
+			return cand, nil
 		}
 	}
-	return "", fmt.Errorf("built-in images (pause.tar, coredns.tar, ...) not found in %s: run `make images`", strings.Join(tried, ", "))
+	where := "no --bin-dir, no bundle beside kubernix (see `kubernix doctor`)"
+	if len(tried) > 0 {
+		where = "not found in " + strings.Join(tried, ", ")
+	}
+	return "", fmt.Errorf("built-in images (pause.tar, coredns.tar, ...): %s: run `make images` in the source tree, or pass --bundle-dir", where)
 }

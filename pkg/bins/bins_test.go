@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -22,41 +23,128 @@ func writeExe(t *testing.T, dir, name, script string) string {
 	return p
 }
 
-func TestFindOrder(t *testing.T) {
+// layout makes a temp tree of every bundle layout: an installed one
+// (inst/bin/kubernix, inst/lib/kubernix), the source tree's two (kubernix
+// in src/_output/bin; kubernix at top/ beside top/_output), a given one,
+// and a kubernix with no bundle; each bundle with kube-apiserver, kubectl
+// and images/pause.tar. Plus a --bin-dir, a PATH dir with an old kubectl
+// and iptables-path, and a system dir with iptables.
+func layout(t *testing.T) string {
+	t.Helper()
 	root := t.TempDir()
-	binDir, exeDir, pathDir := filepath.Join(root, "bin"), filepath.Join(root, "exe"), filepath.Join(root, "path")
-	writeExe(t, binDir, "both", "echo bin")
-	writeExe(t, exeDir, "both", "echo exe")
-	writeExe(t, exeDir, "exeonly", "echo exe")
-	writeExe(t, pathDir, "pathonly", "echo path")
+	for _, bundle := range []string{"inst/lib/kubernix", "src/_output", "top/_output", "given"} {
+		for _, b := range []string{"kube-apiserver", "kubectl"} {
+			writeExe(t, filepath.Join(root, bundle, "bin"), b, "echo "+bundle)
+		}
+		if err := os.MkdirAll(filepath.Join(root, bundle, "images"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(root, bundle, "images", "pause.tar"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, exe := range []string{"inst/bin", "src/_output/bin", "top", "none/bin"} {
+		writeExe(t, filepath.Join(root, exe), "kubernix", "true")
+	}
+	writeExe(t, filepath.Join(root, "bindir"), "kubectl", "echo bindir")
+	writeExe(t, filepath.Join(root, "path"), "kubectl", "echo Client Version: v1.32.0")
+	writeExe(t, filepath.Join(root, "path"), "both", "echo path")
+	writeExe(t, filepath.Join(root, "sbin"), "both", "echo sbin")
+	writeExe(t, filepath.Join(root, "sbin"), "iptables", "echo sbin")
 	// A file that is not executable is skipped.
-	if err := os.WriteFile(filepath.Join(binDir, "noexec"), []byte("x"), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(root, "path", "noexec"), []byte("x"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	writeExe(t, pathDir, "noexec", "echo path")
-	f := &Finder{Dirs: []string{binDir, exeDir}, Path: pathDir}
+	writeExe(t, filepath.Join(root, "sbin"), "noexec", "echo sbin")
+	return root
+}
+
+// finderIn is the Finder of layout root for the executable exe, the
+// --bundle-dir given and the --bin-dir binDir (paths relative to root,
+// "" for none), with PATH root/path and the system dir root/sbin.
+func finderIn(root, exe, given, binDir string) *Finder {
+	for _, p := range []*string{&exe, &given, &binDir} {
+		if *p != "" {
+			*p = filepath.Join(root, *p)
+		}
+	}
+	return &Finder{BinDir: binDir, Bundle: LocateBundle(given, exe), Path: filepath.Join(root, "path"), SystemDirs: []string{filepath.Join(root, "sbin")}}
+}
+
+// TestFindOrder checks the search order: --bin-dir, the bundle (given,
+// else the installed layout or the source tree's beside the executable),
+// PATH, then the system dirs; and where the bundle was found.
+func TestFindOrder(t *testing.T) {
+	root := layout(t)
+	at := func(p string) string { return filepath.Join(root, p) }
 	tests := []struct {
-		name, wantDir string
+		name                   string
+		exe, given, binDir     string
+		find                   string
+		wantDir, wantBundleDir string
+		wantHow                string
 	}{
-		{"both", binDir},
-		{"exeonly", exeDir},
-		{"pathonly", pathDir},
-		{"noexec", pathDir},
+		{"installed: bundle kubectl over an old one on PATH", "inst/bin/kubernix", "", "", "kubectl", "inst/lib/kubernix/bin", "inst/lib/kubernix", HowInstalled},
+		{"source tree, kubernix in _output/bin", "src/_output/bin/kubernix", "", "", "kubectl", "src/_output/bin", "src/_output", HowSourceTree},
+		{"source tree, kubernix at the top", "top/kubernix", "", "", "kubectl", "top/_output/bin", "top/_output", HowSourceTree},
+		{"given bundle over the installed one", "inst/bin/kubernix", "given", "", "kubectl", "given/bin", "given", HowGiven},
+		{"bin dir over the bundle", "inst/bin/kubernix", "given", "bindir", "kubectl", "bindir", "given", HowGiven},
+		{"no bundle: PATH", "none/bin/kubernix", "", "", "kubectl", "path", "", ""},
+		{"unknown executable: PATH", "", "", "", "kubectl", "path", "", ""},
+		{"system tool not on PATH: system dir", "inst/bin/kubernix", "", "", "iptables", "sbin", "inst/lib/kubernix", HowInstalled},
+		{"PATH over the system dirs", "inst/bin/kubernix", "", "", "both", "path", "inst/lib/kubernix", HowInstalled},
+		{"not executable on PATH: system dir", "inst/bin/kubernix", "", "", "noexec", "sbin", "inst/lib/kubernix", HowInstalled},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := f.Find(tt.name)
+			f := finderIn(root, tt.exe, tt.given, tt.binDir)
+			got, err := f.Find(tt.find)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if filepath.Dir(got) != tt.wantDir {
-				t.Errorf("Find(%s) = %s, want it in %s", tt.name, got, tt.wantDir)
+			if filepath.Dir(got) != at(tt.wantDir) {
+				t.Errorf("Find(%s) = %s, want it in %s", tt.find, got, at(tt.wantDir))
+			}
+			wantBundle := ""
+			if tt.wantBundleDir != "" {
+				wantBundle = at(tt.wantBundleDir)
+			}
+			if f.Bundle.Dir != wantBundle || f.Bundle.How != tt.wantHow {
+				t.Errorf("bundle %q (%s), want %q (%s)", f.Bundle.Dir, f.Bundle.How, wantBundle, tt.wantHow)
 			}
 		})
 	}
+	f := &Finder{BinDir: at("bindir"), Path: at("path"), SystemDirs: []string{at("sbin")}}
 	_, err := f.Find("missing")
-	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), binDir) || !strings.Contains(err.Error(), "$PATH") {
+	if !errors.Is(err, ErrNotFound) || !strings.Contains(err.Error(), at("bindir")) || !strings.Contains(err.Error(), "$PATH, "+at("sbin")) {
 		t.Errorf("Find(missing) = %v, want ErrNotFound naming where it looked", err)
+	}
+}
+
+func TestSystemEnviron(t *testing.T) {
+	tests := []struct{ in, want []string }{
+		{[]string{"HOME=/h", "PATH=/usr/bin:/bin"}, []string{"HOME=/h", "PATH=/usr/bin:/bin:/usr/sbin:/sbin"}},
+		{[]string{"HOME=/h"}, []string{"HOME=/h", "PATH=/usr/sbin:/sbin"}},
+		{[]string{"PATH=/sbin:/usr/sbin", "X=PATH=/y"}, []string{"PATH=/sbin:/usr/sbin", "X=PATH=/y"}},
+	}
+	for _, tt := range tests {
+		if got := SystemEnviron(tt.in); !slices.Equal(got, tt.want) {
+			t.Errorf("SystemEnviron(%q) = %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+func TestSystemPath(t *testing.T) {
+	tests := []struct{ path, want string }{
+		{"/usr/local/bin:/usr/bin:/bin", "/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"},
+		{"/usr/sbin:/usr/bin", "/usr/sbin:/usr/bin:/sbin"},
+		{"/bin:/sbin:/usr/sbin", "/bin:/sbin:/usr/sbin"},
+		{"", "/usr/sbin:/sbin"},
+	}
+	for _, tt := range tests {
+		if got := SystemPath(tt.path); got != tt.want {
+			t.Errorf("SystemPath(%q) = %q, want %q", tt.path, got, tt.want)
+		}
 	}
 }
 
@@ -129,22 +217,40 @@ func TestCachedVersion(t *testing.T) {
 	}
 }
 
+// TestImagesDir checks where the built-in images are found: beside the
+// --bin-dir, else in the bundle's images dir; and the error without.
 func TestImagesDir(t *testing.T) {
-	root := t.TempDir()
-	bin := filepath.Join(root, "_output", "bin")
-	images := filepath.Join(root, "_output", "images")
-	if err := os.MkdirAll(images, 0o755); err != nil {
-		t.Fatal(err)
+	root := layout(t)
+	at := func(p string) string { return filepath.Join(root, p) }
+	tests := []struct {
+		name, exe, given, binDir string
+		want                     string
+		wantErr                  []string
+	}{
+		{"installed layout", "inst/bin/kubernix", "", "", "inst/lib/kubernix/images", nil},
+		{"source tree, kubernix in _output/bin", "src/_output/bin/kubernix", "", "", "src/_output/images", nil},
+		{"source tree, kubernix at the top", "top/kubernix", "", "", "top/_output/images", nil},
+		{"given bundle", "inst/bin/kubernix", "given", "", "given/images", nil},
+		{"beside the bin dir first", "inst/bin/kubernix", "", "src/_output/bin", "src/_output/images", nil},
+		{"bin dir without images: the bundle's", "inst/bin/kubernix", "", "bindir", "inst/lib/kubernix/images", nil},
+		{"none", "none/bin/kubernix", "", "bindir", "", []string{"not found in " + filepath.Join(root, "images"), "make images", "--bundle-dir"}},
+		{"no bundle, no bin dir", "none/bin/kubernix", "", "", "", []string{"no bundle beside kubernix", "kubernix doctor", "--bundle-dir"}},
 	}
-	f := &Finder{Dirs: []string{bin}}
-	if _, err := f.ImagesDir(); err == nil || !strings.Contains(err.Error(), "make images") {
-		t.Fatalf("no pause.tar: err = %v, want a hint to run make images", err)
-	}
-	if err := os.WriteFile(filepath.Join(images, "pause.tar"), []byte("x"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	got, err := f.ImagesDir()
-	if err != nil || got != images {
-		t.Fatalf("ImagesDir = %q, %v; want %s", got, err, images)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			f := finderIn(root, tt.exe, tt.given, tt.binDir)
+			got, err := f.ImagesDir()
+			if tt.want == "" {
+				for _, w := range tt.wantErr {
+					if err == nil || !strings.Contains(err.Error(), w) {
+						t.Errorf("ImagesDir = %q, %v; want an error mentioning %q", got, err, w)
+					}
+				}
+				return
+			}
+			if err != nil || got != at(tt.want) {
+				t.Errorf("ImagesDir = %q, %v; want %s", got, err, at(tt.want))
+			}
+		})
 	}
 }

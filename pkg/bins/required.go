@@ -2,7 +2,7 @@ package bins
 
 import "github.com/kubernix/kubernix/assets"
 
-const makeBins = "run `make bins` in the kubernix source tree (builds it into _output/bin), or pass --bin-dir"
+const makeBins = "run `make bins` in the kubernix source tree (builds it into _output/bin), `make install`, or pass --bundle-dir or --bin-dir"
 
 // Required lists the binaries a cluster needs, with the versions pinned in
 // assets/versions.env.

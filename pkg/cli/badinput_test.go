@@ -91,6 +91,7 @@ func TestBadInputRefused(t *testing.T) {
 		{"public node cidr", []string{"--node-cidr", "192.0.2.0/24"}, []string{"--node-cidr 192.0.2.0/24: not a private range"}, nil},
 		{"colon in state dir", []string{"--state-dir", root + "/a:b"}, []string{`--state-dir "` + root + `/a:b": contains ":"`}, []string{root + "/a:b"}},
 		{"colon in bin dir", []string{"--bin-dir", root + "/b:in"}, []string{`--bin-dir "` + root + `/b:in": contains ":"`}, nil},
+		{"bundle dir without bin", []string{"--bundle-dir", foreign}, []string{"--bundle-dir " + foreign + ": no bin directory"}, []string{foreign}},
 		{"state dir /", []string{"--state-dir", "/"}, []string{"--state-dir: / is a system directory"}, []string{"/" + ".kubernix-state", "/kubernix.toml", "/logs"}},
 		{"state dir /usr", []string{"--state-dir", "/usr"}, []string{"--state-dir: /usr is a system directory"}, []string{"/usr/.kubernix-state", "/usr/logs"}},
 		{"state dir /etc", []string{"--state-dir", "/etc/"}, []string{"--state-dir: /etc is a system directory"}, []string{"/etc/.kubernix-state"}},

@@ -4,18 +4,20 @@ package cli
 
 import (
 	"context"
-	"errors"
+	"fmt"
 
 	"github.com/spf13/cobra"
 
 	"github.com/kubernix/kubernix/pkg/cli/cloudcontroller"
 	"github.com/kubernix/kubernix/pkg/cli/common"
 	"github.com/kubernix/kubernix/pkg/cli/configcmd"
+	"github.com/kubernix/kubernix/pkg/cli/deletecmd"
 	"github.com/kubernix/kubernix/pkg/cli/doctor"
 	"github.com/kubernix/kubernix/pkg/cli/down"
 	"github.com/kubernix/kubernix/pkg/cli/envcmd"
 	"github.com/kubernix/kubernix/pkg/cli/image"
 	"github.com/kubernix/kubernix/pkg/cli/kubeconfigcmd"
+	"github.com/kubernix/kubernix/pkg/cli/list"
 	"github.com/kubernix/kubernix/pkg/cli/logs"
 	"github.com/kubernix/kubernix/pkg/cli/ociwrap"
 	"github.com/kubernix/kubernix/pkg/cli/sandbox"
@@ -28,10 +30,19 @@ import (
 // Run executes kubernix with args (without the program name) and returns the
 // process exit code; errors are printed to streams.Err. environ is the
 // environment as KEY=VALUE strings (os.Environ()).
+//
+// An error before the verb runs (an unknown verb or flag, a wrong number
+// of arguments, a missing required flag) is a usage error: it exits 2,
+// as an invalid configuration does, with a pointer to the verb's --help.
 func Run(ctx context.Context, streams common.Streams, args, environ []string) int {
 	root := NewRootCommand(streams, environ)
 	root.SetArgs(args)
-	err := root.ExecuteContext(ctx)
+	ran := false
+	root.PersistentPreRun = func(*cobra.Command, []string) { ran = true }
+	cmd, err := root.ExecuteContextC(ctx)
+	if err != nil && !ran {
+		err = &common.ExitError{Code: 2, Err: fmt.Errorf("%w\nRun '%s --help' for usage.", err, cmd.CommandPath())}
+	}
 	if err != nil {
 		common.Fprintf(streams.Err, "kubernix: %v\n", err)
 	}
@@ -50,12 +61,9 @@ func NewRootCommand(streams common.Streams, environ []string) *cobra.Command {
 	root.SetIn(streams.In)
 	root.SetOut(streams.Out)
 	root.SetErr(streams.Err)
-	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error {
-		return errors.Join(config.ErrInvalid, err)
-	})
 	env := &common.Env{
 		Streams: streams,
-		Flags:   config.NewFlags(root.PersistentFlags()),
+		Flags:   config.NewFlags(),
 		Environ: environ,
 		Verbose: &verbose,
 	}
@@ -66,6 +74,9 @@ func NewRootCommand(streams common.Streams, environ []string) *cobra.Command {
 		doctor.NewCommand(env),
 		up.NewCommand(env),
 		down.NewCommand(env),
+		deletecmd.NewCommand(env),
+		list.NewCommand(env),
+		list.NewGetCommand(env),
 		status.NewCommand(env),
 		logs.NewCommand(env),
 		image.NewCommand(env),
@@ -76,5 +87,29 @@ func NewRootCommand(streams common.Streams, environ []string) *cobra.Command {
 		ociwrap.NewCommand(env),
 		cloudcontroller.NewCommand(env),
 	)
+	for _, c := range root.Commands() {
+		requireSubcommand(c)
+	}
 	return root
+}
+
+// requireSubcommand makes each command below cmd (cmd too) that only
+// groups others (config, image) print its help when run alone and fail
+// as a usage error (exit 2) when given anything else, as cobra does for
+// the root command; cobra would print the help and exit 0.
+func requireSubcommand(cmd *cobra.Command) {
+	for _, c := range cmd.Commands() {
+		requireSubcommand(c)
+	}
+	if !cmd.HasSubCommands() || cmd.Runnable() {
+		return
+	}
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.DisableFlagsInUseLine = true
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) == 0 {
+			return cmd.Help()
+		}
+		return &common.ExitError{Code: 2, Err: fmt.Errorf("unknown command %q for %q\nRun '%s --help' for usage.", args[0], cmd.CommandPath(), cmd.CommandPath())}
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/kubernix/kubernix/pkg/addons"
+	"github.com/kubernix/kubernix/pkg/bins"
 	"github.com/kubernix/kubernix/pkg/component"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/components/apiserver"
@@ -68,13 +69,14 @@ func Describe(plan *Plan) ([]components.Description, error) {
 
 // searchPath is the PATH of the components: the directories of our
 // binaries (containerd finds its shim there, runc its hooks), then the
-// supervisor's PATH.
+// supervisor's PATH, then /usr/sbin and /sbin if it lacks them (the CNI
+// plugins and the kubelet run iptables and ip by name).
 func (p *Plan) searchPath() string {
 	dirs := []string{filepath.Dir(p.Bin("containerd"))}
 	if r := p.Bin("runc"); r != "" {
 		dirs = append(dirs, filepath.Dir(r))
 	}
-	return strings.Join(append(dirs, os.Getenv("PATH")), ":")
+	return bins.SystemPath(strings.Join(append(dirs, os.Getenv("PATH")), ":"))
 }
 
 // describeControlPlane describes etcd, the apiserver (and its readiness

@@ -10,6 +10,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubernix/kubernix/pkg/bins"
 	"github.com/kubernix/kubernix/pkg/component"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/pki"
@@ -167,6 +168,8 @@ func (d *Description) Locate(paths config.Paths) {
 
 // Environ is the whole environment of d's process: the supervisor's,
 // without NOTIFY_SOCKET and the keys Command.Env sets, then Command.Env.
+// A PATH taken from the supervisor gets /usr/sbin and /sbin appended
+// where it lacks them (bins.SystemPath); one Command.Env sets is kept as is.
 func (d Description) Environ() []string {
 	set := map[string]bool{"NOTIFY_SOCKET": true}
 	for _, kv := range d.Command.Env {
@@ -174,7 +177,7 @@ func (d Description) Environ() []string {
 		set[k] = true
 	}
 	var env []string
-	for _, kv := range os.Environ() {
+	for _, kv := range bins.SystemEnviron(os.Environ()) {
 		if k, _, _ := strings.Cut(kv, "="); !set[k] {
 			env = append(env, kv)
 		}

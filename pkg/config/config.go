@@ -55,7 +55,12 @@ type Config struct {
 	// $XDG_DATA_HOME/kubernix/<name> (~/.local/share/...) for other users.
 	StateDir string `toml:"state_dir" flag:"state-dir" alias:"root" usage:"state directory (default /var/lib/kubernix/<name>, or ~/.local/share/kubernix/<name> when not root)"`
 	// BinDir is searched first for the upstream binaries; empty means skip it.
-	BinDir string `toml:"bin_dir" flag:"bin-dir" usage:"directory searched first for etcd, kube-apiserver, containerd, ... (then _output/bin beside kubernix, then PATH)"`
+	BinDir string `toml:"bin_dir" flag:"bin-dir" usage:"directory searched first for etcd, kube-apiserver, containerd, ... (then the bundle, then PATH, /usr/sbin, /sbin)"`
+	// BundleDir is the bundle of component binaries (BundleDir/bin) and
+	// built-in images (BundleDir/images), as `make install` lays it out in
+	// PREFIX/lib/kubernix; empty means the one beside the kubernix
+	// executable (pkg/bins.LocateBundle).
+	BundleDir string `toml:"bundle_dir" flag:"bundle-dir" usage:"bundle of component binaries (bin/) and built-in images (images/), searched after --bin-dir (default: ../lib/kubernix beside kubernix, or the source tree's _output)"`
 	// CNIDir holds the CNI plugins (bridge, host-local, loopback, portmap);
 	// empty means the first of /usr/lib/cni and /opt/cni/bin that has them.
 	CNIDir string `toml:"cni_dir" flag:"cni-dir" usage:"directory of the CNI plugins (default /usr/lib/cni or /opt/cni/bin)"`
@@ -148,9 +153,11 @@ func (c *Config) Resolve() {
 			c.StateDir = resolveExisting(abs)
 		}
 	}
-	if c.BinDir != "" {
-		if abs, err := filepath.Abs(c.BinDir); err == nil {
-			c.BinDir = abs
+	for _, dir := range []*string{&c.BinDir, &c.BundleDir} {
+		if *dir != "" {
+			if abs, err := filepath.Abs(*dir); err == nil {
+				*dir = abs
+			}
 		}
 	}
 	if c.Kubeconfig != "" {
@@ -180,9 +187,15 @@ func (c *Config) Resolve() {
 	}
 }
 
-func defaultStateDir(name string) string {
+func defaultStateDir(name string) string { return filepath.Join(StateRoot(), name) }
+
+// StateRoot is the directory holding the default state dir of every
+// cluster of the calling user, <StateRoot>/<name>: /var/lib/kubernix as
+// root, else $XDG_DATA_HOME/kubernix (~/.local/share/kubernix when
+// XDG_DATA_HOME is unset, as the XDG base directory spec says).
+func StateRoot() string {
 	if os.Geteuid() == 0 {
-		return filepath.Join("/var/lib/kubernix", name)
+		return "/var/lib/kubernix"
 	}
 	data := os.Getenv("XDG_DATA_HOME")
 	if data == "" {
@@ -192,7 +205,7 @@ func defaultStateDir(name string) string {
 		}
 		data = filepath.Join(home, ".local", "share")
 	}
-	return filepath.Join(data, "kubernix", name)
+	return filepath.Join(data, "kubernix")
 }
 
 // ContextName is the kubeconfig context (and cluster and user) name of the cluster.

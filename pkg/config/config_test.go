@@ -131,7 +131,8 @@ func TestNetworkAddresses(t *testing.T) {
 func load(t *testing.T, args []string, env []string) (Config, error) {
 	t.Helper()
 	fs := pflag.NewFlagSet("test", pflag.ContinueOnError)
-	flags := NewFlags(fs)
+	flags := NewFlags()
+	flags.Bind(fs)
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -189,6 +190,18 @@ func TestLoadPrecedence(t *testing.T) {
 		{"derived state dir", []string{"--name", "abc"}, nil, func(c Config) string {
 			if filepath.Base(c.StateDir) != "abc" || !filepath.IsAbs(c.StateDir) {
 				return "state dir not derived from name: " + c.StateDir
+			}
+			return ""
+		}},
+		{"bundle dir from env, absolute", nil, []string{"KUBERNIX_BUNDLE_DIR=rel/bundle"}, func(c Config) string {
+			if wd, _ := os.Getwd(); c.BundleDir != filepath.Join(wd, "rel/bundle") {
+				return "KUBERNIX_BUNDLE_DIR not read as an absolute path: " + c.BundleDir
+			}
+			return ""
+		}},
+		{"bundle dir flag over env", []string{"--bundle-dir", dir}, []string{"KUBERNIX_BUNDLE_DIR=/elsewhere"}, func(c Config) string {
+			if c.BundleDir != dir {
+				return "--bundle-dir not applied over env"
 			}
 			return ""
 		}},
@@ -293,6 +306,9 @@ func TestValidate(t *testing.T) {
 		{"root state dir", []string{"--state-dir", "/"}, []string{"--state-dir: / is a system directory"}},
 		{"usr state dir", []string{"--state-dir", "/usr"}, []string{"--state-dir: /usr is a system directory"}},
 		{"var/lib state dir", []string{"--state-dir", "/var/lib/"}, []string{"--state-dir: /var/lib is a system directory"}},
+		{"bundle dir without bin", []string{"--bundle-dir", "/nonexistent/kxi-bundle"}, []string{"--bundle-dir /nonexistent/kxi-bundle: no bin directory in it"}},
+		{"bundle with bin", []string{"--bundle-dir", "/usr"}, nil},
+		{"colon in bundle dir", []string{"--bundle-dir", "/var/tmp/a:b"}, []string{`--bundle-dir "/var/tmp/a:b": contains ":"`}},
 		{"mnt state dir", []string{"--state-dir", "/mnt"}, []string{"--state-dir: /mnt is a system directory"}},
 		{"state dir under a file", []string{"--state-dir", "/etc/hostname/x"}, []string{"not a directory"}},
 		{"all at once", []string{"--nodes", "0", "--cluster-cidr", "10.0.0.0/33", "--state-dir", long},

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -37,27 +38,63 @@ func Invalid(where string, errs []error) error {
 	return fmt.Errorf("%w (%d %s%s):\n%w", ErrInvalid, len(errs), noun, where, errors.Join(errs...))
 }
 
-// Flags binds the command-line flags of every Config setting. Create it with
-// NewFlags before parsing, then pass it to Load.
+// Flags binds command-line flags to Config settings. Create it once with
+// NewFlags, Bind the settings each verb takes to that verb's flag set,
+// then pass it to Load after parsing: a flag counts when it was set on
+// any bound set (only the running verb's is parsed).
 type Flags struct {
-	set    *pflag.FlagSet
+	sets   []*pflag.FlagSet
 	values *Config
 	// File is the --config file, read before the environment and flags.
 	File string
 }
 
-// NewFlags registers a flag per Config setting (named by its `flag` tag, with
-// an alias from its `alias` tag, e.g. --root for --state-dir) and --config on fs.
-func NewFlags(fs *pflag.FlagSet) *Flags {
-	f := &Flags{set: fs, values: new(Config)}
+// SelectorKeys are the settings that pick an existing cluster (the toml
+// keys of Name and StateDir): the flags of the verbs that act on one.
+var SelectorKeys = []string{"name", "state_dir"}
+
+// NewFlags returns Flags holding the defaults, bound to no flag set yet.
+func NewFlags() *Flags {
+	f := &Flags{values: new(Config)}
 	*f.values = Default()
-	fs.StringVar(&f.File, "config", "", "TOML file of settings (keys as in `kubernix config view`); flags and KUBERNIX_* variables override it")
+	return f
+}
+
+// Keys lists the toml key of every Config setting, in field order.
+func Keys() []string {
+	var keys []string
+	for _, field := range reflect.VisibleFields(reflect.TypeFor[Config]()) {
+		keys = append(keys, field.Tag.Get("toml"))
+	}
+	return keys
+}
+
+// Bind registers on fs --config and a flag per setting named by its toml
+// key in keys (every setting when keys is empty), each named by its
+// `flag` tag, and makes each `alias` tag (e.g. --root for --state-dir)
+// another name of its flag on fs. It panics on a key Config does not have
+// (a programming error).
+func (f *Flags) Bind(fs *pflag.FlagSet, keys ...string) {
+	if len(keys) == 0 {
+		keys = Keys()
+	}
+	f.sets = append(f.sets, fs)
+	fs.StringVar(&f.File, "config", "", "TOML file of settings, keys as 'kubernix config view' prints them; flags and KUBERNIX_* variables override it")
 	aliases := map[string]string{}
 	v := reflect.ValueOf(f.values).Elem()
-	for i, field := range reflect.VisibleFields(v.Type()) {
+	fields := reflect.VisibleFields(v.Type())
+	for _, key := range keys {
+		i := slices.IndexFunc(fields, func(sf reflect.StructField) bool { return sf.Tag.Get("toml") == key })
+		if i < 0 {
+			panic(fmt.Sprintf("config: no setting %q", key))
+		}
+		field := fields[i]
 		name, usage := field.Tag.Get("flag"), field.Tag.Get("usage")
 		usage = strings.ReplaceAll(usage, "{addons}", addons.Help())
-		usage += fmt.Sprintf(" [$%s%s]", EnvPrefix, strings.ToUpper(field.Tag.Get("toml")))
+		if alias := field.Tag.Get("alias"); alias != "" {
+			usage += " (also --" + alias + ")"
+		}
+		usage += fmt.Sprintf(" [$%s%s]", EnvPrefix, strings.ToUpper(key))
 		switch ptr := v.Field(i).Addr().Interface().(type) {
 		case *string:
 			fs.StringVar(ptr, name, *ptr, usage)
@@ -80,7 +117,11 @@ func NewFlags(fs *pflag.FlagSet) *Flags {
 		}
 		return pflag.NormalizedName(name)
 	})
-	return f
+}
+
+// changed reports whether the flag name was set on a bound flag set.
+func (f *Flags) changed(name string) bool {
+	return slices.ContainsFunc(f.sets, func(fs *pflag.FlagSet) bool { return fs.Changed(name) })
 }
 
 // Load builds the effective config from, in rising precedence: Default(),
@@ -90,6 +131,14 @@ func NewFlags(fs *pflag.FlagSet) *Flags {
 // Errors wrap ErrInvalid and name the source (file path, variable or flag);
 // Load does not call Validate.
 func Load(flags *Flags, environ []string) (Config, error) {
+	cfg, _, err := LoadExplicit(flags, environ)
+	return cfg, err
+}
+
+// LoadExplicit is Load, and also returns the toml keys of the settings
+// that one of the sources set explicitly (in field order): the others
+// hold their default or the value Resolve derived.
+func LoadExplicit(flags *Flags, environ []string) (Config, []string, error) {
 	cfg := Default()
 	env := map[string]string{}
 	for _, kv := range environ {
@@ -102,34 +151,47 @@ func Load(flags *Flags, environ []string) (Config, error) {
 		file = flags.File
 	}
 	var errs []error
+	inFile := map[string]any{}
 	if file != "" {
-		if err := readFile(&cfg, file); err != nil {
+		var err error
+		if inFile, err = readFile(&cfg, file); err != nil {
 			errs = append(errs, err)
 		}
 	}
+	var explicit []string
 	v := reflect.ValueOf(&cfg).Elem()
 	for i, field := range reflect.VisibleFields(v.Type()) {
-		key := EnvPrefix + strings.ToUpper(field.Tag.Get("toml"))
-		if raw, ok := env[key]; ok {
+		key := field.Tag.Get("toml")
+		_, set := inFile[key]
+		envKey := EnvPrefix + strings.ToUpper(key)
+		if raw, ok := env[envKey]; ok {
+			set = true
 			if err := setFromString(v.Field(i), raw); err != nil {
-				errs = append(errs, fmt.Errorf("environment %s=%q: %w", key, raw, err))
+				errs = append(errs, fmt.Errorf("environment %s=%q: %w", envKey, raw, err))
 			}
 		}
-		if flags != nil && flags.set.Changed(field.Tag.Get("flag")) {
+		if flags != nil && flags.changed(field.Tag.Get("flag")) {
+			set = true
 			v.Field(i).Set(reflect.ValueOf(flags.values).Elem().Field(i))
+		}
+		if set {
+			explicit = append(explicit, key)
 		}
 	}
 	if len(errs) > 0 {
-		return cfg, fmt.Errorf("%w:\n%w", ErrInvalid, errors.Join(errs...))
+		return cfg, explicit, fmt.Errorf("%w:\n%w", ErrInvalid, errors.Join(errs...))
 	}
 	cfg.Resolve()
-	return cfg, nil
+	return cfg, explicit, nil
 }
 
-func readFile(cfg *Config, path string) error {
+// readFile decodes the TOML file at path into cfg, strictly (an unknown
+// key is an error), and returns its top-level keys and values as decoded
+// into a map.
+func readFile(cfg *Config, path string) (map[string]any, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return fmt.Errorf("config file: %w", err)
+		return nil, fmt.Errorf("config file: %w", err)
 	}
 	dec := toml.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
@@ -138,14 +200,18 @@ func readFile(cfg *Config, path string) error {
 		var decodeErr *toml.DecodeError
 		switch {
 		case errors.As(err, &strict):
-			return fmt.Errorf("config file %s: %s", path, strict.String())
+			return nil, fmt.Errorf("config file %s: %s", path, strict.String())
 		case errors.As(err, &decodeErr):
 			row, col := decodeErr.Position()
-			return fmt.Errorf("config file %s:%d:%d: %s", path, row, col, decodeErr.Error())
+			return nil, fmt.Errorf("config file %s:%d:%d: %s", path, row, col, decodeErr.Error())
 		}
-		return fmt.Errorf("config file %s: %w", path, err)
+		return nil, fmt.Errorf("config file %s: %w", path, err)
 	}
-	return nil
+	keys := map[string]any{}
+	if err := toml.Unmarshal(data, &keys); err != nil {
+		return nil, fmt.Errorf("config file %s: %w", path, err)
+	}
+	return keys, nil
 }
 
 func setFromString(field reflect.Value, raw string) error {
@@ -186,4 +252,33 @@ func Marshal(c Config) ([]byte, error) {
 		return nil, fmt.Errorf("encode config: %w", err)
 	}
 	return buf.Bytes(), nil
+}
+
+// viewHeader opens MarshalExplicit's output.
+const viewHeader = `# kubernix settings (kubernix up --config FILE reads this file).
+# Lines starting with "# " hold a default or a value derived from other
+# settings (the CIDR split from cidr, state_dir from name): they are shown,
+# not set, so they follow the settings they come from. Remove "# " to fix one.
+`
+
+// MarshalExplicit renders c as TOML like Marshal, with the settings whose
+// toml key is not in explicit commented out ("# key = value"), under a
+// header saying so: read back with --config, it sets what explicit set and
+// derives the rest again, so editing one setting (say cidr) moves the
+// values derived from it.
+func MarshalExplicit(c Config, explicit []string) ([]byte, error) {
+	b, err := Marshal(c)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	out.WriteString(viewHeader)
+	for line := range strings.Lines(string(b)) {
+		key, _, _ := strings.Cut(line, " = ")
+		if !slices.Contains(explicit, key) {
+			out.WriteString("# ")
+		}
+		out.WriteString(line)
+	}
+	return out.Bytes(), nil
 }

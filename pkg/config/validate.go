@@ -167,7 +167,7 @@ func (c *Config) validatePaths() []error {
 	if !filepath.IsAbs(c.StateDir) {
 		errs = append(errs, fmt.Errorf("--state-dir %q: must be absolute", c.StateDir))
 	}
-	for _, err := range []error{pathListProblem("state-dir", c.StateDir), pathListProblem("bin-dir", c.BinDir)} {
+	for _, err := range []error{pathListProblem("state-dir", c.StateDir), pathListProblem("bin-dir", c.BinDir), pathListProblem("bundle-dir", c.BundleDir)} {
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -180,6 +180,11 @@ func (c *Config) validatePaths() []error {
 	if c.BinDir != "" {
 		if st, err := os.Stat(c.BinDir); err != nil || !st.IsDir() {
 			errs = append(errs, fmt.Errorf("--bin-dir %s: not a directory", c.BinDir))
+		}
+	}
+	if c.BundleDir != "" {
+		if st, err := os.Stat(filepath.Join(c.BundleDir, "bin")); err != nil || !st.IsDir() {
+			errs = append(errs, fmt.Errorf("--bundle-dir %s: no bin directory in it (a bundle holds bin/ and images/, as `make install` lays out PREFIX/lib/kubernix)", c.BundleDir))
 		}
 	}
 	if c.Kubeconfig != "" {

@@ -121,6 +121,7 @@ type Options struct {
 func Check(ctx context.Context, finder *bins.Finder, opts Options) (Report, Facts) {
 	var r Report
 	facts := Facts{Mode: DetectMode(), Paths: map[string]string{}, Snapshotter: SnapshotterOverlayfs}
+	r = append(r, checkBundle(finder)...)
 	r = append(r, checkBinaries(ctx, finder, bins.Required(), facts.Paths)...)
 	r = append(r, checkCNI(&facts, opts.CNIDir))
 	if facts.Mode == ModeRootless {

@@ -75,6 +75,16 @@ func (e *env) args() []string {
 	return append([]string{"--name", e.name, "--state-dir", e.stateDir, "--cidr", e.cidr}, e.extra...)
 }
 
+// argsOf are the cluster's flags that verb takes: all of args for the
+// verbs that take every setting (up, config view), else those selecting
+// the cluster.
+func (e *env) argsOf(verb string) []string {
+	if verb == "up" || verb == "config" {
+		return e.args()
+	}
+	return []string{"--name", e.name, "--state-dir", e.stateDir}
+}
+
 func (e *env) environ() []string {
 	return append(os.Environ(), "KUBECONFIG="+e.kubeconfig, "PATH="+e.binDir+":"+os.Getenv("PATH"))
 }
@@ -89,7 +99,7 @@ func (e *env) kubernix(ctx context.Context, verb string, more ...string) (string
 // kubernixIn is kubernix with the process environment environ.
 func (e *env) kubernixIn(ctx context.Context, environ []string, verb string, more ...string) (string, int) {
 	e.t.Helper()
-	args := append(append([]string{verb}, e.args()...), more...)
+	args := append(append([]string{verb}, e.argsOf(verb)...), more...)
 	cmd := exec.CommandContext(ctx, filepath.Join(e.binDir, "kubernix"), args...)
 	cmd.Env = environ
 	out, err := cmd.CombinedOutput()

@@ -57,7 +57,7 @@ func TestInputRefused(t *testing.T) {
 			before := dirList(t, e.stateDir)
 			out, code := e.kubernix(ctx, "up", append([]string{"--detach"}, tt.args...)...)
 			if code == 0 { // wrongly accepted: take the cluster down again
-				t.Cleanup(func() { e.kubernix(context.Background(), "down", tt.args...) })
+				t.Cleanup(func() { e.kubernix(context.Background(), "down", selectorArgs(tt.args)...) })
 			}
 			if route != nil { // before the leftover check, which lists routes in the CIDR
 				if err := netlink.RouteDel(route); err != nil {
@@ -137,4 +137,17 @@ func TestInputStateDirLink(t *testing.T) {
 	if left := e.leftovers([]string{"inp-e2e-link-node-0"}, true); len(left) > 0 {
 		t.Fatalf("down through the link left:\n%s", strings.Join(left, "\n"))
 	}
+}
+
+// selectorArgs are the --name and --state-dir flags (with their values)
+// of up's args: those down takes to find the cluster they started.
+func selectorArgs(args []string) []string {
+	var out []string
+	for i := 0; i+1 < len(args); i++ {
+		if args[i] == "--name" || args[i] == "--state-dir" {
+			out = append(out, args[i], args[i+1])
+			i++
+		}
+	}
+	return out
 }

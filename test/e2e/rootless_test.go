@@ -29,6 +29,9 @@ type rootlessUser struct {
 	name     string
 	uid, gid int
 	home     string
+	// path is the user's PATH; "" for the bin dir, then /usr/local/bin,
+	// /usr/bin, /bin, /usr/sbin and /sbin.
+	path string
 }
 
 // newRootlessUser skips unless the test can prepare the host (root, the
@@ -257,10 +260,11 @@ func (u *rootlessUser) childCgroups() []string {
 // environ is the user's login environment: no KUBECONFIG, so kubectl
 // and kubernix use ~/.kube/config.
 func (u *rootlessUser) environ() []string {
-	return []string{
-		"HOME=" + u.home, "USER=" + u.name, "LOGNAME=" + u.name, "SHELL=/bin/sh",
-		"PATH=" + u.binDir + ":/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin",
+	path := u.path
+	if path == "" {
+		path = u.binDir + ":/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin"
 	}
+	return []string{"HOME=" + u.home, "USER=" + u.name, "LOGNAME=" + u.name, "SHELL=/bin/sh", "PATH=" + path}
 }
 
 // command runs argv as the user, in the user's home.

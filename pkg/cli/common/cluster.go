@@ -5,7 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+
+	"github.com/spf13/cobra"
 
 	"github.com/kubernix/kubernix/pkg/bins"
 	"github.com/kubernix/kubernix/pkg/cluster"
@@ -41,7 +44,7 @@ func (e *Env) SavedConfig() (config.Config, error) {
 // are an error; without (down, status, logs), the plan only locates the
 // cluster's state and binaries (doctor.Locate) and starts nothing.
 func Plan(ctx context.Context, cfg config.Config, check bool) (*cluster.Plan, doctor.Report, error) {
-	finder := bins.NewFinder(cfg.BinDir)
+	finder := bins.NewFinder(cfg.BinDir, cfg.BundleDir)
 	if !check {
 		imagesDir, _ := finder.ImagesDir()
 		plan, err := cluster.NewPlan(cfg, doctor.Locate(finder, cfg.CNIDir), imagesDir)
@@ -72,7 +75,7 @@ func (e *Env) CheckedPlan(ctx context.Context, cfg config.Config) (*cluster.Plan
 // Check runs the doctor's checks for cfg (see doctor.Check: which ones
 // depends on who runs them). Failed checks are an error naming each.
 func Check(ctx context.Context, cfg config.Config) (doctor.Report, doctor.Facts, error) {
-	finder := bins.NewFinder(cfg.BinDir)
+	finder := bins.NewFinder(cfg.BinDir, cfg.BundleDir)
 	report, facts := doctor.Check(ctx, finder, doctor.Options{CNIDir: cfg.CNIDir, CgroupParent: cfg.CgroupParent})
 	if report.Failed() {
 		var failed []string
@@ -91,9 +94,24 @@ func Check(ctx context.Context, cfg config.Config) (doctor.Report, doctor.Facts,
 
 // BinDir is the directory of the bundled kubectl and crictl, "" if not found.
 func BinDir(cfg config.Config) string {
-	p, err := bins.NewFinder(cfg.BinDir).Find("kubectl")
+	p, err := bins.NewFinder(cfg.BinDir, cfg.BundleDir).Find("kubectl")
 	if err != nil {
 		return ""
 	}
 	return filepath.Dir(p)
+}
+
+// CompleteNodeIndex completes a --node flag with the selected cluster's
+// node indices, 0..nodes-1, each described by its node name; nothing when
+// the cluster is not found.
+func (e *Env) CompleteNodeIndex(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	cfg, err := e.SavedConfig()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
+	var out []cobra.Completion
+	for i, name := range cfg.NodeNames() {
+		out = append(out, cobra.CompletionWithDesc(strconv.Itoa(i), name))
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
 }

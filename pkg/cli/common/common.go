@@ -9,6 +9,9 @@ import (
 	"log/slog"
 	"os"
 
+	"github.com/spf13/cobra"
+
+	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/config"
 )
 
@@ -21,12 +24,39 @@ type Streams struct {
 // Env is handed to every verb's constructor.
 type Env struct {
 	Streams Streams
-	// Flags binds the config flags (persistent on the root command).
+	// Flags binds the config flags: each verb binds those it takes to its
+	// own flag set (BindConfig, BindSelector).
 	Flags *config.Flags
 	// Environ is the process environment as KEY=VALUE strings.
 	Environ []string
 	// Verbose is the number of -v flags given.
 	Verbose *int
+}
+
+// BindConfig gives cmd --config and the flag of each setting named by its
+// toml key in keys, every setting when keys is empty (up, config view).
+func (e *Env) BindConfig(cmd *cobra.Command, keys ...string) {
+	e.Flags.Bind(cmd.Flags(), keys...)
+}
+
+// BindSelector gives cmd the flags that pick an existing cluster:
+// --name, --state-dir (alias --root) and --config, for the verbs that act
+// on one (down, status, logs, env, image, kubeconfig, delete).
+func (e *Env) BindSelector(cmd *cobra.Command) {
+	e.Flags.Bind(cmd.Flags(), config.SelectorKeys...)
+	_ = cmd.RegisterFlagCompletionFunc("name", completeClusterNames)
+}
+
+// completeClusterNames completes --name with the names of this user's
+// clusters on this machine (cluster.DefaultInventory), each described by
+// its state and state dir.
+func completeClusterNames(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+	infos, _ := cluster.DefaultInventory().Find()
+	var out []cobra.Completion
+	for _, info := range infos {
+		out = append(out, cobra.CompletionWithDesc(info.Name, fmt.Sprintf("%s, %s", info.State, info.StateDir)))
+	}
+	return out, cobra.ShellCompDirectiveNoFileComp
 }
 
 // Config loads the effective config from the --config file, KUBERNIX_*

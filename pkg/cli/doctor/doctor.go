@@ -3,6 +3,7 @@ package doctor
 
 import (
 	"errors"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -16,7 +17,7 @@ import (
 // and version, or where it looked and how to get it; then the host checks.
 // It exits 1 when a required check fails.
 func NewCommand(env *common.Env) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "doctor",
 		Short: "Check the binaries and the host a cluster needs",
 		Args:  cobra.NoArgs,
@@ -25,7 +26,11 @@ func NewCommand(env *common.Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			report, facts := doctor.Check(cmd.Context(), bins.NewFinder(cfg.BinDir),
+			finder := bins.NewFinder(cfg.BinDir, cfg.BundleDir)
+			if cfg.BundleDir != "" {
+				finder.Bundle.How = bundleSetBy(cmd, env.Environ)
+			}
+			report, facts := doctor.Check(cmd.Context(), finder,
 				doctor.Options{CNIDir: cfg.CNIDir, CgroupParent: cfg.CgroupParent})
 			if facts.Mode == doctor.ModeRootless {
 				common.Fprintf(env.Streams.Out, "not root: checking for rootless mode (kubernix up runs the cluster under rootlesskit)\n")
@@ -38,4 +43,21 @@ func NewCommand(env *common.Env) *cobra.Command {
 			return nil
 		},
 	}
+	env.BindConfig(cmd, "bin_dir", "bundle_dir", "cni_dir", "cgroup_parent")
+	return cmd
+}
+
+// bundleSetBy names the source of the bundle_dir setting, in Load's
+// precedence: the --bundle-dir flag, $KUBERNIX_BUNDLE_DIR in environ, else
+// the --config file.
+func bundleSetBy(cmd *cobra.Command, environ []string) string {
+	if cmd.Flags().Changed("bundle-dir") {
+		return "--bundle-dir"
+	}
+	for _, kv := range environ {
+		if strings.HasPrefix(kv, config.EnvPrefix+"BUNDLE_DIR=") {
+			return "$" + config.EnvPrefix + "BUNDLE_DIR"
+		}
+	}
+	return "bundle_dir in the --config file"
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 	"time"
 
@@ -28,61 +29,130 @@ import (
 // it started) and waits for the lock; after --timeout it sends SIGKILL and
 // cleans up itself. When another `down` holds it, it waits for it.
 func NewCommand(env *common.Env) *cobra.Command {
-	var timeout time.Duration
+	var (
+		timeout time.Duration
+		all     bool
+	)
 	cmd := &cobra.Command{
 		Use:   "down",
-		Short: "Stop the cluster and remove everything it put on the host",
-		Args:  cobra.NoArgs,
+		Short: "Stop the cluster (or --all) and remove everything it put on the host",
+		Long: `Stop the cluster and remove everything it put on the host; the state dir
+(PKI, etcd data, logs) is kept for the next up (` + "`kubernix delete`" + ` removes it).
+A cluster that does not exist is not an error: down says so and exits 0.
+--all brings down every running or broken cluster of this user on this
+machine (those ` + "`kubernix list`" + ` shows), one after the other, and exits 1 if
+any failed, after trying all.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ctx := cmd.Context()
+			if err := CheckAll(cmd, all); err != nil {
+				return err
+			}
+			if all {
+				return All(cmd.Context(), env, timeout)
+			}
+			// The cluster-selecting flags (--name, --state-dir).
 			cfg, err := env.SavedConfig()
+			if errors.Is(err, os.ErrNotExist) {
+				common.Fprintf(env.Streams.Err, "cluster %q does not exist (no kubernix.toml in %s): nothing to bring down\n", cfg.Name, cfg.StateDir)
+				return nil
+			}
 			if err != nil {
 				return err
 			}
-			log := env.Logger(cfg)
-			begin := time.Now()
-			lock, err := lockForDown(ctx, env, cfg, timeout)
-			if err != nil {
-				return err
-			}
-			defer lock.Close()
-			// A supervisor of an older kubernix holds no lock.
-			if sup, err := process.Adopt(cluster.SupervisorRunDir(cfg.Paths())); err == nil && sup.PID() != os.Getpid() {
-				pid := sup.PID()
-				common.Fprintf(env.Streams.Out, "asking supervisor (pid %d) to bring cluster %q down\n", pid, cfg.Name)
-				if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
-					return fmt.Errorf("signal supervisor %d: %w", pid, err)
-				}
-				// Until the process is gone, not only its pidfile: an
-				// up right after down must not meet it.
-				select {
-				case <-sup.Done():
-				case <-time.After(timeout):
-					log.Warn("supervisor did not exit in time; cleaning up without it", "pid", pid)
-				case <-ctx.Done():
-					return ctx.Err()
-				}
-			}
-			plan, _, err := common.Plan(ctx, cfg, false)
-			if err != nil {
-				return err
-			}
-			if err := cluster.Cleanup(context.WithoutCancel(ctx), plan, log); err != nil {
-				return err
-			}
-			left, err := cluster.Leftovers(plan)
-			if err != nil {
-				return err
-			}
-			if len(left) > 0 {
-				return fmt.Errorf("left behind after down: %v", left)
-			}
-			common.Fprintf(env.Streams.Out, "cluster %q is down (%s)\n", cfg.Name, time.Since(begin).Round(10*time.Millisecond))
-			return nil
+			return Down(cmd.Context(), env, cfg, timeout)
 		},
 	}
+	env.BindSelector(cmd)
 	cmd.Flags().DurationVar(&timeout, "timeout", 2*time.Minute, "how long to wait for the supervisor's orderly down")
+	cmd.Flags().BoolVar(&all, "all", false, "bring down every running or broken cluster of this user on this machine")
 	return cmd
+}
+
+// Down brings the cluster of cfg (its recorded config) down as `kubernix
+// down` does and reports it on env's output. Errors are the cleanup's,
+// or name what was left behind.
+func Down(ctx context.Context, env *common.Env, cfg config.Config, timeout time.Duration) error {
+	log := env.Logger(cfg)
+	begin := time.Now()
+	lock, err := lockForDown(ctx, env, cfg, timeout)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	// A supervisor of an older kubernix holds no lock.
+	if sup, err := process.Adopt(cluster.SupervisorRunDir(cfg.Paths())); err == nil && sup.PID() != os.Getpid() {
+		pid := sup.PID()
+		common.Fprintf(env.Streams.Out, "asking supervisor (pid %d) to bring cluster %q down\n", pid, cfg.Name)
+		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
+			return fmt.Errorf("signal supervisor %d: %w", pid, err)
+		}
+		// Until the process is gone, not only its pidfile: an
+		// up right after down must not meet it.
+		select {
+		case <-sup.Done():
+		case <-time.After(timeout):
+			log.Warn("supervisor did not exit in time; cleaning up without it", "pid", pid)
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	plan, _, err := common.Plan(ctx, cfg, false)
+	if err != nil {
+		return err
+	}
+	if err := cluster.Cleanup(context.WithoutCancel(ctx), plan, log); err != nil {
+		return err
+	}
+	left, err := cluster.Leftovers(plan)
+	if err != nil {
+		return err
+	}
+	if len(left) > 0 {
+		return fmt.Errorf("left behind after down: %v", left)
+	}
+	common.Fprintf(env.Streams.Out, "cluster %q is down (%s)\n", cfg.Name, time.Since(begin).Round(10*time.Millisecond))
+	return nil
+}
+
+// All runs Down on every cluster of the user's inventory
+// (cluster.DefaultInventory) that is running or broken, in the
+// inventory's order, whatever failed before (see ForEach).
+func All(ctx context.Context, env *common.Env, timeout time.Duration) error {
+	return ForEach(ctx, env, false, func(cfg config.Config) error { return Down(ctx, env, cfg, timeout) })
+}
+
+// ForEach calls f with the recorded config of every cluster of the
+// user's inventory that is running or broken (and stopped ones too with
+// stopped), in order, until ctx ends; failures are reported on the error
+// stream and counted in the error (exit 1). An inventory that could not
+// be read in full is an error too (exit 1), after what was read is done.
+func ForEach(ctx context.Context, env *common.Env, stopped bool, f func(config.Config) error) error {
+	infos, err := cluster.DefaultInventory().Find()
+	failed, tried := 0, 0
+	for _, in := range infos {
+		if in.State == cluster.StateStopped && !stopped {
+			continue
+		}
+		tried++
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		cfg, err := cluster.LoadRecorded(in.StateDir)
+		if err == nil {
+			err = f(cfg)
+		}
+		if err != nil {
+			failed++
+			common.Fprintf(env.Streams.Err, "kubernix: cluster %q (%s): %v\n", in.Name, in.StateDir, err)
+		}
+	}
+	if failed > 0 {
+		err = errors.Join(fmt.Errorf("%d of %d cluster(s) failed", failed, tried), err)
+	}
+	if err != nil {
+		return &common.ExitError{Code: 1, Err: err}
+	}
+	return nil
 }
 
 // lockForDown takes the state dir's lock for down, asking a supervisor
@@ -114,4 +184,24 @@ func lockForDown(ctx context.Context, env *common.Env, cfg config.Config, timeou
 		return nil, fmt.Errorf("kill supervisor %d: %w", now.PID, err)
 	}
 	return cluster.WaitLock(ctx, cfg, cluster.VerbDown, 30*time.Second, nil)
+}
+
+// CheckAll returns an error wrapping config.ErrInvalid (exit 2) when
+// --all (all) is given with a flag that selects one cluster: --name,
+// --state-dir (or its alias --root) or --config.
+func CheckAll(cmd *cobra.Command, all bool) error {
+	if !all {
+		return nil
+	}
+	var set []string
+	for _, name := range []string{"name", "state-dir", "config"} {
+		if cmd.Flags().Changed(name) {
+			set = append(set, "--"+name)
+		}
+	}
+	if len(set) == 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: --all acts on every cluster of this user; leave out %s, or leave out --all to act on one cluster",
+		config.ErrInvalid, strings.Join(set, " and "))
 }

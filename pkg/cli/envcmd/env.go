@@ -10,6 +10,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubernix/kubernix/pkg/bins"
 	"github.com/kubernix/kubernix/pkg/cli/common"
 	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/config"
@@ -43,7 +44,7 @@ func Vars(cfg config.Config) []string {
 // NewEnvCommand returns `kubernix env`: the variables as shell exports, for
 // `eval "$(kubernix env)"`.
 func NewEnvCommand(env *common.Env) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "env",
 		Short: "Print shell exports pointing kubectl and crictl at the cluster",
 		Long:  "Print shell exports (KUBECONFIG, CONTAINER_RUNTIME_ENDPOINT, PATH with the bundled kubectl and crictl); use as eval \"$(kubernix env)\".",
@@ -60,12 +61,14 @@ func NewEnvCommand(env *common.Env) *cobra.Command {
 			return nil
 		},
 	}
+	env.BindSelector(cmd)
+	return cmd
 }
 
 // NewShellCommand returns `kubernix shell`: the user's shell (or the given
 // command) with the cluster's environment.
 func NewShellCommand(env *common.Env) *cobra.Command {
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "shell [-- COMMAND [ARG...]]",
 		Short: "Start a shell (or run a command) with the cluster's environment",
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -75,9 +78,16 @@ func NewShellCommand(env *common.Env) *cobra.Command {
 			}
 			if len(args) == 0 {
 				if cfg.Shell == "" {
-					return fmt.Errorf("no shell: set $SHELL or --shell")
+					return fmt.Errorf("no shell: set $SHELL, or give the command to run after --")
 				}
 				args = []string{cfg.Shell}
+			}
+			// exec looks a bare name up on our PATH, not the child's:
+			// the bundle's kubectl and crictl must win over older ones.
+			if dir := common.BinDir(cfg); dir != "" && !strings.Contains(args[0], "/") {
+				if p, err := (&bins.Finder{BinDir: dir}).Find(args[0]); err == nil {
+					args[0] = p
+				}
 			}
 			c := exec.CommandContext(cmd.Context(), args[0], args[1:]...)
 			c.Stdin, c.Stdout, c.Stderr = env.Streams.In, env.Streams.Out, env.Streams.Err
@@ -91,6 +101,8 @@ func NewShellCommand(env *common.Env) *cobra.Command {
 			return nil
 		},
 	}
+	env.BindSelector(cmd)
+	return cmd
 }
 
 func shellQuote(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }

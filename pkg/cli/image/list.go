@@ -48,7 +48,9 @@ extra names CRI gives pulled images (sha256:<id>, <repo>@<digest>) are left out.
 			return common.PrintOutput(env.Streams.Out, output, l, l.Table)
 		},
 	}
+	env.BindSelector(cmd)
 	cmd.Flags().IntVar(&index, "node", 0, "list this node's images only (index from 0); default: every node")
+	_ = cmd.RegisterFlagCompletionFunc("node", env.CompleteNodeIndex)
 	common.AddOutputFlag(cmd, &output)
 	return cmd
 }

@@ -60,8 +60,10 @@ the tarball into the images folder, <state>/images/, instead.`,
 			return runLoad(cmd.Context(), env, f, cmd.Flags().Changed("node"), args)
 		},
 	}
+	env.BindSelector(cmd)
 	cmd.Flags().IntVar(&f.node, "node", 0, "load into this node only (index from 0); default: every node")
 	cmd.Flags().BoolVar(&f.pin, "pin", true, "pin the images, so the kubelet never garbage-collects them")
+	_ = cmd.RegisterFlagCompletionFunc("node", env.CompleteNodeIndex)
 	return cmd
 }
 

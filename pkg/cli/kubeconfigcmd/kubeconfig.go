@@ -56,6 +56,7 @@ the host's is rootlesskit's port forward on 127.0.0.1).`,
 			return err
 		},
 	}
+	env.BindSelector(cmd)
 	cmd.Flags().BoolVar(&internal, "internal", false, "use the apiserver's address on the cluster bridge (as nodes and pods reach it) instead of the host's")
 	return cmd
 }

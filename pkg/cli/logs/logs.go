@@ -34,7 +34,8 @@ kube-controller-manager, kube-scheduler), a node's (containerd, kubelet,
 kube-proxy, sandbox: of node --node N, default 0, or named as
 kubelet@<node>), the supervisor's, or the apiserver's audit log (audit).
 With no COMPONENT it lists every log of the cluster.`,
-		Args: cobra.MaximumNArgs(1),
+		Args:              cobra.MaximumNArgs(1),
+		ValidArgsFunction: completeComponents(env),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			cfg, err := env.SavedConfig()
 			if err != nil {
@@ -63,9 +64,46 @@ With no COMPONENT it lists every log of the cluster.`,
 			return err
 		},
 	}
+	env.BindSelector(cmd)
 	cmd.Flags().IntVar(&nodeIndex, "node", 0, "node index, from 0, for node components")
+	_ = cmd.RegisterFlagCompletionFunc("node", env.CompleteNodeIndex)
 	cmd.Flags().BoolVarP(&follow, "follow", "f", false, "keep printing what is appended")
 	return cmd
+}
+
+// completeComponents completes COMPONENT with the names of the selected
+// cluster's logs, and each node's as <name>@<node>; nothing when the
+// cluster is not found.
+func completeComponents(env *common.Env) cobra.CompletionFunc {
+	return func(cmd *cobra.Command, args []string, _ string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		if len(args) > 0 {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		cfg, err := env.SavedConfig()
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		logs, err := clusterLogs(cmd.Context(), cfg)
+		if err != nil {
+			return nil, cobra.ShellCompDirectiveNoFileComp
+		}
+		return completions(logs), cobra.ShellCompDirectiveNoFileComp
+	}
+}
+
+// completions are the names of logs, each once, then <name>@<scope> of
+// the logs of a node.
+func completions(logs []clusterLog) []cobra.Completion {
+	var names, scoped []cobra.Completion
+	for _, l := range logs {
+		if !slices.Contains(names, l.Name) {
+			names = append(names, l.Name)
+		}
+		if l.Scope != config.ControlPlaneScope && l.Scope != cluster.SupervisorScope {
+			scoped = append(scoped, l.Name+"@"+l.Scope)
+		}
+	}
+	return append(names, scoped...)
 }
 
 // clusterLog is one log of the cluster.

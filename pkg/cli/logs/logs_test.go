@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -64,5 +65,19 @@ func TestFind(t *testing.T) {
 				t.Errorf("log %s, want %s", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestCompletions: COMPONENT completes to each log's name once, then to
+// name@node for each log of a node.
+func TestCompletions(t *testing.T) {
+	cp := config.ControlPlaneScope
+	logs := []clusterLog{
+		{"etcd", cp, "e"}, {"kubelet", "c-node-0", "k0"}, {"kubelet", "c-node-1", "k1"},
+		{"audit", cp, "a"}, {"supervisor", cluster.SupervisorScope, "s"},
+	}
+	want := []string{"etcd", "kubelet", "audit", "supervisor", "kubelet@c-node-0", "kubelet@c-node-1"}
+	if got := completions(logs); !slices.Equal(got, want) {
+		t.Fatalf("completions = %q, want %q", got, want)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/component"
 	"github.com/kubernix/kubernix/pkg/components"
+	"github.com/kubernix/kubernix/pkg/config"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -164,17 +166,17 @@ func TestTimingsOutput(t *testing.T) {
 }
 
 // TestCheckOutputBeforeWork checks that a bad -o is refused (exit 2,
-// naming --output) before status looks for the cluster: env has no
-// flags, so looking would panic.
+// naming --output) before status looks for the cluster, which does not
+// exist (that would be exit 1, "no cluster").
 func TestCheckOutputBeforeWork(t *testing.T) {
 	var out, errOut bytes.Buffer
-	env := &common.Env{Streams: common.Streams{Out: &out, Err: &errOut}}
+	env := &common.Env{Streams: common.Streams{Out: &out, Err: &errOut}, Flags: config.NewFlags()}
 	cmd := NewCommand(env)
-	cmd.SetArgs([]string{"-o", "xml"})
+	cmd.SetArgs([]string{"-o", "xml", "--state-dir", filepath.Join(t.TempDir(), "none")})
 	cmd.SetOut(&out)
 	cmd.SetErr(&errOut)
 	err := cmd.Execute()
-	if common.ExitCode(err) != 2 || err == nil || !bytes.Contains([]byte(err.Error()), []byte("--output")) {
+	if common.ExitCode(err) != 2 || err == nil || !strings.Contains(err.Error(), "--output") {
 		t.Errorf("status -o xml: %v (exit %d), want exit 2 naming --output", err, common.ExitCode(err))
 	}
 }

@@ -69,6 +69,7 @@ func NewCommand(env *common.Env) *cobra.Command {
 			return nil
 		},
 	}
+	env.BindSelector(cmd)
 	cmd.Flags().BoolVar(&timings, "timings", false, "show the phase and component timings of the last up")
 	common.AddOutputFlag(cmd, &output)
 	return cmd

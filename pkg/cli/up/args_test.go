@@ -17,7 +17,7 @@ func parseUp(t *testing.T, args []string) *pflag.FlagSet {
 	t.Helper()
 	root := &cobra.Command{Use: "kubernix"}
 	verbose := 0
-	env := &common.Env{Flags: config.NewFlags(root.PersistentFlags()), Verbose: &verbose}
+	env := &common.Env{Flags: config.NewFlags(), Verbose: &verbose}
 	root.PersistentFlags().CountVarP(&verbose, "verbose", "v", "more log output")
 	root.AddCommand(NewCommand(env))
 	cmd, rest, err := root.Find(args)

@@ -33,7 +33,7 @@ func dryRun(ctx context.Context, env *common.Env, cfg config.Config) error {
 	if regErr == nil && regPort != 0 {
 		cfg.RegistryPort = regPort
 	}
-	finder := bins.NewFinder(cfg.BinDir)
+	finder := bins.NewFinder(cfg.BinDir, cfg.BundleDir)
 	report, facts := doctor.Check(ctx, finder, doctor.Options{CNIDir: cfg.CNIDir, CgroupParent: cfg.CgroupParent})
 	// Where a binary is missing, the plan names where it was looked for.
 	located := doctor.Locate(finder, cfg.CNIDir)

@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kubernix/kubernix/pkg/bins"
 	"github.com/kubernix/kubernix/pkg/cli/common"
 	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/config"
@@ -174,7 +175,9 @@ func rootlessChildArgv(f *flags, cfg config.Config, notifyPath string) ([]string
 // streams.
 func startRootlesskit(env *common.Env, kit rootless.Kit, detached bool, lock *cluster.StateLock, logFile *os.File) (*started, error) {
 	cmd := exec.Command(kit.Rootlesskit, kit.Args()...)
-	cmd.Env = os.Environ()
+	// The supervisor inside, its components and rootlesskit itself run
+	// system tools (ip, iptables, nsenter) that a user's PATH may lack.
+	cmd.Env = bins.SystemEnviron(os.Environ())
 	cmd.Stdin = lock.File()
 	if detached {
 		cmd.Stdout, cmd.Stderr = logFile, logFile

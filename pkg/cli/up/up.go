@@ -72,6 +72,7 @@ must provide for that.`,
 			return run(cmd.Context(), env, f)
 		},
 	}
+	env.BindConfig(cmd)
 	cmd.Flags().BoolVarP(&f.detach, "detach", "d", false, "start a background supervisor and return once the cluster is Ready")
 	cmd.Flags().BoolVar(&f.retain, "retain", false, "on failure, keep what was started for inspection (kubernix down removes it)")
 	cmd.Flags().DurationVar(&f.timeout, "timeout", 5*time.Minute, "give up if the cluster is not Ready in this time")
@@ -117,9 +118,9 @@ func runUp(ctx context.Context, env *common.Env, f *flags, notify *notifier) err
 	// makes the state dir, so as root it is taken once the read-only
 	// checks have passed: bad input leaves nothing behind.
 	stdin, _ := env.Streams.In.(*os.File)
-	lockState := func() (*cluster.StateLock, error) { return cluster.Lock(cfg, cluster.VerbUp, stdin) }
+	lockState := func() (*cluster.StateLock, error) { return lockAndRecord(cfg, stdin) }
 	if f.rootlessChild {
-		lock, err := lockState()
+		lock, err := cluster.Lock(cfg, cluster.VerbUp, stdin)
 		if err != nil {
 			return err
 		}
@@ -310,4 +311,21 @@ func startSupervisor(f *flags, cfg config.Config, lock *cluster.StateLock, logFi
 		return nil, fmt.Errorf("start supervisor: %w", err)
 	}
 	return sup, nil
+}
+
+// lockAndRecord takes the state dir's lock for up (cluster.Lock) and
+// records the state dir in the user's index of clusters, for `kubernix
+// list` (cluster.Inventory). The supervisor inside rootlesskit does not:
+// there it is root of a user namespace, and the index is its user's, in
+// the state root outside.
+func lockAndRecord(cfg config.Config, inherited *os.File) (*cluster.StateLock, error) {
+	lock, err := cluster.Lock(cfg, cluster.VerbUp, inherited)
+	if err != nil {
+		return nil, err
+	}
+	if err := cluster.DefaultInventory().Record(cfg.Paths().State); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	return lock, nil
 }

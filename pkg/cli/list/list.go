@@ -1,0 +1,146 @@
+// Package list implements `kubernix list` (also `kubernix get clusters`):
+// the inventory of the calling user's clusters on this machine.
+package list
+
+import (
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/spf13/cobra"
+	"k8s.io/apimachinery/pkg/util/duration"
+
+	"github.com/kubernix/kubernix/pkg/cli/common"
+	"github.com/kubernix/kubernix/pkg/cluster"
+	"github.com/kubernix/kubernix/pkg/config"
+)
+
+// Cluster is one row of `kubernix list`, and one element of its JSON
+// (and YAML) output; the field names are stable.
+type Cluster struct {
+	// Name is the cluster's name (--name).
+	Name string `json:"name"`
+	// Nodes is the number of nodes it was last started with.
+	Nodes int `json:"nodes"`
+	// State is "running", "stopped" or "broken" (see cluster.State).
+	State cluster.State `json:"state"`
+	// Mode is "root" or "rootless".
+	Mode string `json:"mode"`
+	// StateDir is the cluster's state directory (absolute).
+	StateDir string `json:"stateDir"`
+	// Started is when its last up started (RFC 3339); absent if unknown.
+	Started *time.Time `json:"started,omitempty"`
+	// SupervisorPID is the live supervisor's PID; absent without one.
+	SupervisorPID int `json:"supervisorPID,omitempty"`
+	// Problems say what makes a broken cluster broken; absent otherwise.
+	Problems []string `json:"problems,omitempty"`
+}
+
+// Modes of Cluster.Mode.
+const (
+	ModeRoot     = "root"
+	ModeRootless = "rootless"
+)
+
+// NewCommand returns `kubernix list`: every cluster of the calling user
+// on this machine (root's clusters as root, else the user's rootless
+// ones) with its nodes, state, age, mode and state dir, found in the state
+// root, the index of state dirs `up` keeps and (as root) the name claims
+// (cluster.Inventory). It reads files and the process and mount tables
+// only: no apiserver is asked and no binary is run.
+func NewCommand(env *common.Env) *cobra.Command {
+	return newCommand(env, "list", "ls")
+}
+
+// NewGetCommand returns `kubernix get` with its one subcommand, `get
+// clusters`: `kubernix list` under kind's name for it.
+func NewGetCommand(env *common.Env) *cobra.Command {
+	get := &cobra.Command{
+		Use:   "get clusters",
+		Short: "Print resources of this machine (clusters)",
+		// Without a known resource: a usage error (exit 2).
+		RunE: func(_ *cobra.Command, args []string) error {
+			if len(args) == 0 {
+				return fmt.Errorf("%w: kubernix get: name what to get: clusters", config.ErrInvalid)
+			}
+			return fmt.Errorf("%w: kubernix get %s: unknown resource; known: clusters", config.ErrInvalid, args[0])
+		},
+	}
+	get.AddCommand(newCommand(env, "clusters", "cluster"))
+	return get
+}
+
+func newCommand(env *common.Env, use string, aliases ...string) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:     use,
+		Aliases: aliases,
+		Short:   "List this user's clusters on this machine: nodes, state (running, stopped, broken), age, state dir",
+		Long: `List this user's clusters on this machine (root's as root, the user's
+rootless clusters otherwise): NAME, NODES, STATE, AGE (since the last up
+started), MODE (root or rootless) and STATE DIR.
+
+STATE is running (the supervisor is alive), stopped (no supervisor and
+nothing of the cluster left on the host: what down leaves) or broken (no
+supervisor but processes, mounts or claims of the cluster remain, e.g.
+after the supervisor was killed; or a supervisor that gave up on a
+component or node). ` + "`kubernix down`" + ` brings a broken cluster to stopped.
+
+-o json and -o yaml print a list of objects with the fields name, nodes,
+state, mode, stateDir, started (RFC 3339), supervisorPID and problems
+(why it is broken); the last three only when set. A state dir that cannot
+be read is reported after the list, and the exit code is 1.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := common.CheckOutput(output); err != nil {
+				return err
+			}
+			// What could be read is listed, then the rest is an error
+			// (exit 1).
+			infos, findErr := cluster.DefaultInventory().Find()
+			if err := printClusters(env.Streams.Out, output, rows(infos), time.Now()); err != nil {
+				return err
+			}
+			if findErr != nil {
+				return &common.ExitError{Code: 1, Err: findErr}
+			}
+			return nil
+		},
+	}
+	common.AddOutputFlag(cmd, &output)
+	return cmd
+}
+
+// rows turns the inventory into output rows.
+func rows(infos []cluster.Info) []Cluster {
+	out := make([]Cluster, 0, len(infos))
+	for _, in := range infos {
+		c := Cluster{Name: in.Name, Nodes: in.Nodes, State: in.State, Mode: ModeRoot, StateDir: in.StateDir,
+			SupervisorPID: in.Supervisor, Problems: in.Problems}
+		if in.Rootless {
+			c.Mode = ModeRootless
+		}
+		if !in.Started.IsZero() {
+			started := in.Started.UTC()
+			c.Started = &started
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// printClusters writes cs in format (see common.PrintOutput); the table's AGE is
+// kubectl's short duration from Started to now.
+func printClusters(w io.Writer, format string, cs []Cluster, now time.Time) error {
+	return common.PrintOutput(w, format, cs, func(tw io.Writer) error {
+		fmt.Fprintln(tw, "NAME\tNODES\tSTATE\tAGE\tMODE\tSTATE DIR")
+		for _, c := range cs {
+			age := "<unknown>"
+			if c.Started != nil {
+				age = duration.HumanDuration(now.Sub(*c.Started))
+			}
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", c.Name, c.Nodes, c.State, age, c.Mode, c.StateDir)
+		}
+		return nil
+	})
+}
