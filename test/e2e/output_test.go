@@ -16,11 +16,16 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// stdout runs kubernix like kubernix does and returns its standard output
-// alone (what a script parses), its standard error and exit code.
+// stdout runs kubernix like kubernix does (version without the cluster's
+// flags, which it does not take) and returns its standard output alone
+// (what a script parses), its standard error and exit code.
 func (e *env) stdout(ctx context.Context, verb string, more ...string) (string, string, int) {
 	e.t.Helper()
-	args := append(append([]string{verb}, e.args()...), more...)
+	args := []string{verb}
+	if verb != "version" {
+		args = append(args, e.argsOf(verb)...)
+	}
+	args = append(args, more...)
 	cmd := exec.CommandContext(ctx, filepath.Join(e.binDir, "kubernix"), args...)
 	cmd.Env = e.environ()
 	var out, errb bytes.Buffer
