@@ -13,6 +13,7 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
+	"sigs.k8s.io/yaml"
 
 	"github.com/kubernix/kubernix/pkg/cli/common"
 )
@@ -59,7 +60,7 @@ func TestVerbFlags(t *testing.T) {
 		t.Errorf("the verbs' flags are\n%s\nwant (%s; -update rewrites it)\n%s", b.String(), golden, want)
 	}
 	selector := []string{"config", "name", "state-dir"}
-	for _, path := range []string{"down", "delete", "status", "logs", "env", "shell", "image list", "image load"} {
+	for _, path := range []string{"down", "delete", "kubeconfig", "status", "logs", "env", "shell", "image list", "image load"} {
 		c, _, err := root.Find(strings.Fields(path))
 		if err != nil {
 			t.Fatal(err)
@@ -158,5 +159,28 @@ func TestNoPersistentConfigFlags(t *testing.T) {
 	NewRootCommand(common.Streams{}, nil).PersistentFlags().VisitAll(func(f *pflag.Flag) { names = append(names, f.Name) })
 	if !slices.Equal(names, []string{"verbose"}) {
 		t.Fatalf("persistent flags %q, want only verbose", names)
+	}
+}
+
+// TestOutputParsed: -o json and -o yaml print what encoding/json and
+// sigs.k8s.io/yaml read back to the same fields.
+func TestOutputParsed(t *testing.T) {
+	for _, format := range []string{"json", "yaml"} {
+		var out, errOut bytes.Buffer
+		code := Run(context.Background(), common.Streams{In: strings.NewReader(""), Out: &out, Err: &errOut},
+			[]string{"version", "-o", format}, nil)
+		if code != 0 {
+			t.Fatalf("version -o %s exited %d: %s", format, code, errOut.String())
+		}
+		var v struct {
+			Kubernix string            `json:"kubernix"`
+			Upstream map[string]string `json:"upstream"`
+		}
+		if err := yaml.Unmarshal(out.Bytes(), &v); err != nil { // JSON is YAML
+			t.Fatalf("version -o %s: %v\n%s", format, err, out.String())
+		}
+		if v.Kubernix == "" || !strings.HasPrefix(v.Upstream["KUBERNETES_VERSION"], "v1.") {
+			t.Errorf("version -o %s read back as %+v:\n%s", format, v, out.String())
+		}
 	}
 }
