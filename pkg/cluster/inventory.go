@@ -408,11 +408,11 @@ func Purge(inv Inventory, p config.Paths, name string) error {
 func removeState(dir string, rootless bool) error {
 	err := os.RemoveAll(dir)
 	if err != nil && rootless && os.Geteuid() != 0 && errors.Is(err, fs.ErrPermission) {
-		out, uerr := exec.Command("unshare", "--map-auto", "--map-root-user", "rm", "-rf", "--", dir).CombinedOutput()
+		out, uerr := exec.Command("unshare", "--map-auto", "--map-root-user", "rm", "-rf", "--one-file-system", "--", dir).CombinedOutput()
 		if uerr == nil {
 			return nil
 		}
-		return fmt.Errorf("remove the state dir: %w; files there belong to the user namespace's subordinate IDs, and `unshare --map-auto --map-root-user rm -rf -- %s` failed (%w: %s): remove them as root",
+		return fmt.Errorf("remove the state dir: %w; files there belong to the user namespace's subordinate IDs, and `unshare --map-auto --map-root-user rm -rf --one-file-system -- %s` failed (%w: %s): remove them as root",
 			err, dir, uerr, strings.TrimSpace(string(out)))
 	}
 	if err != nil {

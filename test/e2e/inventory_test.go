@@ -187,7 +187,7 @@ func runIn(ctx context.Context, ns string, environ []string, name string, args .
 // fails the test on a non-zero exit.
 func (e *env) mustKubernixIn(ctx context.Context, ns, verb string, more ...string) string {
 	e.t.Helper()
-	args := append(append([]string{verb}, e.args()...), more...)
+	args := append(append([]string{verb}, e.argsOf(verb)...), more...)
 	out, code := runIn(ctx, ns, e.environ(), filepath.Join(e.binDir, "kubernix"), args...)
 	if code != 0 {
 		e.t.Fatalf("kubernix %s exited %d:\n%s", verb, code, out)
@@ -199,7 +199,7 @@ func (e *env) mustKubernixIn(ctx context.Context, ns, verb string, more ...strin
 // case the test did not.
 func (e *env) downInOnCleanup(ns string) {
 	e.t.Cleanup(func() {
-		args := append([]string{"down"}, e.args()...)
+		args := append([]string{"down"}, e.argsOf("down")...)
 		if out, code := runIn(context.Background(), ns, e.environ(), filepath.Join(e.binDir, "kubernix"), args...); code != 0 {
 			e.t.Logf("cleanup down exited %d:\n%s", code, out)
 		}
