@@ -94,8 +94,10 @@ images: bins
 
 build: $(BIN)/kubernix
 
+# kubernix's own version: the git tag or commit it is built from.
+KUBERNIX_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 $(BIN)/kubernix: $(KUBERNIX_SRC)
-	$(GO) build -o $@ ./cmd/kubernix
+	$(GO) build -ldflags '-X github.com/kubernix/kubernix/pkg/cli/version.Version=$(KUBERNIX_VERSION)' -o $@ ./cmd/kubernix
 
 # `make install [PREFIX=/usr/local] [DESTDIR=]` puts kubernix into
 # PREFIX/bin and its bundle into PREFIX/lib/kubernix: every component binary

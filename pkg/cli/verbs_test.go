@@ -112,6 +112,10 @@ func TestAliasEveryVerb(t *testing.T) {
 func TestExitCodes(t *testing.T) {
 	home := t.TempDir()
 	empty := t.TempDir()
+	named := t.TempDir() // the state dir of a cluster named "other"
+	if err := os.WriteFile(filepath.Join(named, "kubernix.toml"), []byte("name = 'other'\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		args []string
 		code int
@@ -128,6 +132,10 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"version", "--bogus"}, 2, "unknown flag: --bogus"},
 		{[]string{"up", "--nodes", "three"}, 2, `invalid argument "three" for "--nodes"`},
 		{[]string{"config", "view", "--nodes", "0"}, 2, "--nodes 0"},
+		{[]string{"up", "--timeout", "0s", "--state-dir", empty}, 2, "--timeout 0s: must be positive"},
+		{[]string{"down", "--timeout", "-5s", "--state-dir", empty}, 2, "--timeout -5s: must be positive"},
+		{[]string{"delete", "--timeout", "0s", "--state-dir", empty}, 2, "--timeout 0s"},
+		{[]string{"status", "--name", "mine", "--state-dir", named}, 2, `the cluster in ` + named + ` is named "other"`},
 		{[]string{"status", "--root", empty}, 1, "no cluster"},
 		{[]string{"logs", "--state-dir", empty}, 1, "no cluster"},
 		{[]string{"config"}, 0, "kubernix config [command]"},

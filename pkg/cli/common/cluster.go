@@ -2,9 +2,11 @@ package common
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -14,29 +16,64 @@ import (
 	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/doctor"
+	"github.com/kubernix/kubernix/pkg/host"
 )
 
 // SavedConfig returns the config a cluster was started with, from
 // <state>/kubernix.toml, for the verbs that act on an existing cluster
-// (down, status, logs, env, image). The name and state dir come from flags
-// and environment as usual. It errors wrapping os.ErrNotExist when no
-// cluster was ever started there.
+// (down, delete, status, logs, env, image, kubeconfig), with StateDir
+// where it was found. The cluster is the one in the state dir that
+// --state-dir (or KUBERNIX_STATE_DIR or the --config file) names; without
+// one, the one named --name: in its default state dir, else the one of
+// that name that `kubernix list` finds (cluster.DefaultInventory), as up
+// may have been given another --state-dir. Errors: one wrapping
+// os.ErrNotExist when there is no such cluster; one wrapping
+// config.ErrInvalid (exit 2) when several clusters of this user have the
+// name, or --name contradicts the name of the cluster in --state-dir.
 func (e *Env) SavedConfig() (config.Config, error) {
-	cfg, err := config.Load(e.Flags, e.Environ)
+	cfg, explicit, err := config.LoadExplicit(e.Flags, e.Environ)
 	if err != nil {
 		return cfg, err
 	}
-	path := cfg.Paths().ConfigFile()
-	if _, err := os.Stat(path); err != nil {
+	if !host.Exists(cfg.Paths().ConfigFile()) && !slices.Contains(explicit, "state_dir") {
+		if cfg.StateDir, err = findByName(cluster.DefaultInventory(), cfg.Name, cfg.StateDir); err != nil {
+			return cfg, err
+		}
+	}
+	saved, err := cluster.LoadRecorded(cfg.StateDir)
+	if errors.Is(err, os.ErrNotExist) {
 		return cfg, fmt.Errorf("no cluster %q in %s (%w); start one with `kubernix up`", cfg.Name, cfg.StateDir, os.ErrNotExist)
 	}
-	saved, err := config.Load(nil, []string{config.EnvPrefix + "CONFIG=" + path})
 	if err != nil {
 		return cfg, err
 	}
-	// Where the state lives is where we found it, whatever the file says.
-	saved.StateDir = cfg.StateDir
+	if slices.Contains(explicit, "name") && saved.Name != cfg.Name {
+		return cfg, fmt.Errorf("%w: --name %s: the cluster in %s is named %q; leave out --name, or give the state dir of %q",
+			config.ErrInvalid, cfg.Name, cfg.StateDir, saved.Name, cfg.Name)
+	}
 	return saved, nil
+}
+
+// findByName returns the state dir of the one cluster of inv named name,
+// or def when there is none. Several
+// of that name are an error wrapping config.ErrInvalid naming their state
+// dirs.
+func findByName(inv cluster.Inventory, name, def string) (string, error) {
+	dirs, _ := inv.StateDirs()
+	var found []string
+	for _, d := range dirs {
+		if c, err := cluster.LoadRecorded(d); err == nil && c.Name == name {
+			found = append(found, d)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return def, nil
+	case 1:
+		return found[0], nil
+	}
+	return "", fmt.Errorf("%w: --name %s: %d clusters have that name, in %s; add --state-dir with the one you mean",
+		config.ErrInvalid, name, len(found), strings.Join(found, " and "))
 }
 
 // Plan builds the cluster plan of cfg. With check (up), it runs the

@@ -8,9 +8,11 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubernix/kubernix/pkg/addons"
 	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/config"
 )
@@ -37,6 +39,16 @@ type Env struct {
 // toml key in keys, every setting when keys is empty (up, config view).
 func (e *Env) BindConfig(cmd *cobra.Command, keys ...string) {
 	e.Flags.Bind(cmd.Flags(), keys...)
+	for flag, values := range map[string][]string{
+		"addons":     addons.Names(),
+		"executor":   {config.ExecutorContainer, config.ExecutorProcess},
+		"log-level":  {"debug", "info", "warn", "error"},
+		"log-format": {"text", "json"},
+	} {
+		if cmd.Flags().Lookup(flag) != nil {
+			_ = cmd.RegisterFlagCompletionFunc(flag, cobra.FixedCompletions(values, cobra.ShellCompDirectiveNoFileComp))
+		}
+	}
 }
 
 // BindSelector gives cmd the flags that pick an existing cluster:
@@ -115,3 +127,13 @@ func Fprintf(w io.Writer, format string, args ...any) { _, _ = fmt.Fprintf(w, fo
 
 // DefaultStreams are the process's own standard streams.
 func DefaultStreams() Streams { return Streams{In: os.Stdin, Out: os.Stdout, Err: os.Stderr} }
+
+// CheckTimeout returns an error wrapping config.ErrInvalid (exit 2)
+// naming --timeout when d, its value, is not positive: a verb would
+// otherwise give up (or, for down, kill the supervisor) at once.
+func CheckTimeout(d time.Duration) error {
+	if d > 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: --timeout %s: must be positive, e.g. 2m", config.ErrInvalid, d)
+}

@@ -40,6 +40,9 @@ refused and nothing is done. A cluster that does not exist is not an
 error. --all deletes every cluster ` + "`kubernix list`" + ` shows.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := common.CheckTimeout(timeout); err != nil {
+				return err
+			}
 			ctx := cmd.Context()
 			if err := down.CheckAll(cmd, all); err != nil {
 				return err
@@ -72,7 +75,14 @@ func Delete(ctx context.Context, env *common.Env, cfg config.Config, timeout tim
 	if err := cluster.CheckOwned(p.State); err != nil {
 		return err
 	}
-	if err := down.Down(ctx, env, cfg, timeout); err != nil {
+	err := down.Down(ctx, env, cfg, timeout)
+	if errors.Is(err, cluster.ErrTaken) && isStopped(p.State) {
+		// Another live cluster has taken the name since: the host's
+		// resources named after it are that cluster's, and nothing of
+		// this one is left to bring down.
+		err = nil
+	}
+	if err != nil {
 		return err
 	}
 	if err := cluster.Purge(cluster.DefaultInventory(), p, cfg.Name); err != nil {
@@ -94,4 +104,11 @@ func deleteMissing(env *common.Env, cfg config.Config) error {
 	}
 	common.Fprintf(env.Streams.Err, "cluster %q does not exist (no kubernix.toml in %s): nothing to delete\n", cfg.Name, p.State)
 	return nil
+}
+
+// isStopped reports whether the cluster in stateDir is stopped, as
+// `kubernix list` says (cluster.Inspect).
+func isStopped(stateDir string) bool {
+	info, err := cluster.Inspect(stateDir)
+	return err == nil && info.State == cluster.StateStopped
 }

@@ -44,6 +44,9 @@ machine (those ` + "`kubernix list`" + ` shows), one after the other, and exits 
 any failed, after trying all.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if err := common.CheckTimeout(timeout); err != nil {
+				return err
+			}
 			if err := CheckAll(cmd, all); err != nil {
 				return err
 			}
@@ -145,6 +148,9 @@ func ForEach(ctx context.Context, env *common.Env, stopped bool, f func(config.C
 			failed++
 			common.Fprintf(env.Streams.Err, "kubernix: cluster %q (%s): %v\n", in.Name, in.StateDir, err)
 		}
+	}
+	if tried == 0 && err == nil {
+		common.Fprintf(env.Streams.Err, "no clusters to act on (kubernix list shows them)\n")
 	}
 	if failed > 0 {
 		err = errors.Join(fmt.Errorf("%d of %d cluster(s) failed", failed, tried), err)

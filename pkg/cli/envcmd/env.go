@@ -20,8 +20,9 @@ import (
 // file up merged the context into when given --kubeconfig, else the admin
 // kubeconfig for clients on the host, see cluster.ClientKubeconfig),
 // CONTAINER_RUNTIME_ENDPOINT and IMAGE_SERVICE_ENDPOINT (node 0's
-// containerd, for crictl), and PATH led by the directory holding the
-// bundled kubectl and crictl.
+// containerd, for crictl), KUBERNIX_NAME (so kubernix verbs run there act
+// on this cluster, found by name as SavedConfig finds it), and PATH led
+// by the directory holding the bundled kubectl and crictl.
 func Vars(cfg config.Config) []string {
 	p := cfg.Paths()
 	sock := "unix://" + p.Node(cfg.NodeName(0)).ContainerdSocket()
@@ -47,8 +48,11 @@ func NewEnvCommand(env *common.Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "env",
 		Short: "Print shell exports pointing kubectl and crictl at the cluster",
-		Long:  "Print shell exports (KUBECONFIG, CONTAINER_RUNTIME_ENDPOINT, PATH with the bundled kubectl and crictl); use as eval \"$(kubernix env)\".",
-		Args:  cobra.NoArgs,
+		Long: `Print shell exports for the cluster: KUBECONFIG, CONTAINER_RUNTIME_ENDPOINT and
+IMAGE_SERVICE_ENDPOINT (node 0's containerd, for crictl), KUBERNIX_NAME (so
+kubernix verbs act on this cluster), and PATH led by the bundled kubectl and
+crictl. Use as eval "$(kubernix env)".`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			cfg, err := env.SavedConfig()
 			if err != nil {

@@ -22,13 +22,16 @@ func NewCommand(env *common.Env) *cobra.Command {
 		Use:   "image",
 		Short: "Load image tarballs into the nodes, list the nodes' images",
 		Long: `Manage the images in the nodes' containerd ("k8s.io" namespace, where the
-kubelet finds them). No registry is reachable from a kubernix cluster unless
-you configure one, so images get in by:
+kubelet finds them). The cluster works offline: no public registry is
+reached, so images get in by:
 
   kubernix image load FILE|DIR...   import tarballs now, into every node
   <state>/images/                   drop tarballs or .txt lists of refs there,
                                     imported into every node while it runs
-                                    and whenever a node starts`,
+                                    and whenever a node starts
+  localhost:<registry port>/...     push to the cluster's local registry (the
+                                    registry addon, port 5001 by default);
+                                    every node pulls from it by that name`,
 		Args: cobra.NoArgs,
 	}
 	cmd.AddCommand(newLoadCommand(env), newListCommand(env))

@@ -98,6 +98,10 @@ be read is reported after the list, and the exit code is 1.`,
 			// What could be read is listed, then the rest is an error
 			// (exit 1).
 			infos, findErr := cluster.DefaultInventory().Find()
+			if len(infos) == 0 && output == common.OutputTable && findErr == nil {
+				common.Fprintf(env.Streams.Err, "no clusters found\n")
+				return nil
+			}
 			if err := printClusters(env.Streams.Out, output, rows(infos), time.Now()); err != nil {
 				return err
 			}

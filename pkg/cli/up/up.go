@@ -101,6 +101,9 @@ func run(ctx context.Context, env *common.Env, f *flags) error {
 
 func runUp(ctx context.Context, env *common.Env, f *flags, notify *notifier) error {
 	cfg, err := env.Config()
+	if err == nil {
+		err = common.CheckTimeout(f.timeout)
+	}
 	if err != nil {
 		return err
 	}

@@ -69,7 +69,7 @@ func (info Info) Table(w io.Writer) error {
 	}
 	slices.Sort(keys)
 	for _, k := range keys {
-		common.Fprintf(w, "  %-20s %s\n", k, info.Upstream[k])
+		common.Fprintf(w, "  %s\t%s\n", k, info.Upstream[k])
 	}
 	return nil
 }

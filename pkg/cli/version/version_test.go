@@ -19,7 +19,7 @@ func TestInfoOutput(t *testing.T) {
 		info Info
 		want string
 	}{
-		{"with revision", info, "kubernix v0.3.0 abc123 (go1.26.8 linux/amd64)\n  CONTAINERD_VERSION   v2.4.2\n  KUBERNETES_VERSION   v1.37.2\n"},
+		{"with revision", info, "kubernix v0.3.0 abc123 (go1.26.8 linux/amd64)\n  CONTAINERD_VERSION  v2.4.2\n  KUBERNETES_VERSION  v1.37.2\n"},
 		{"no revision, no upstream", Info{Kubernix: "dev", GoVersion: "go1.26.8", Platform: "linux/arm64"}, "kubernix dev (go1.26.8 linux/arm64)\n"},
 	}
 	for _, tt := range tests {
