@@ -93,13 +93,19 @@ func TestInventory(t *testing.T) {
 	checkListJSON(t, a.listJSON(ctx, ns, "list"), want)
 	checkListJSON(t, a.listJSON(ctx, ns, "get", "clusters"), want)
 
+	// --name alone finds a cluster up was given another --state-dir for.
+	out, code := runIn(ctx, ns, a.environ(), filepath.Join(a.binDir, "kubernix"), "status", "--name", a.name)
+	if code != 0 || !strings.Contains(out, a.stateDir) {
+		t.Errorf("status --name %s (no --state-dir) exited %d, want 0 and its state dir %s:\n%s", a.name, code, a.stateDir, out)
+	}
+
 	b.killSupervisor(t)
 	broken := want[b.name]
 	broken.State = "broken"
 	want[b.name] = broken
 	checkListJSON(t, a.listJSON(ctx, ns, "list"), want)
 
-	out, code := runIn(ctx, ns, a.environ(), filepath.Join(a.binDir, "kubernix"), "down", "--name", "kxl-inv-missing")
+	out, code = runIn(ctx, ns, a.environ(), filepath.Join(a.binDir, "kubernix"), "down", "--name", "kxl-inv-missing")
 	if code != 0 || !strings.Contains(out, `cluster "kxl-inv-missing" does not exist`) {
 		t.Errorf("down of a missing cluster exited %d, want 0 and a note:\n%s", code, out)
 	}
