@@ -14,6 +14,7 @@ import (
 	"runtime/pprof"
 	"syscall"
 
+	"github.com/kubernix/kubernix/pkg/bins"
 	"github.com/kubernix/kubernix/pkg/cli"
 	"github.com/kubernix/kubernix/pkg/cli/common"
 )
@@ -24,6 +25,10 @@ func main() {
 		profile = ""
 	}
 	stopProfile := startProfile(profile)
+	// kubernix runs iptables, nft and ip itself (go-iptables, knftables)
+	// and through its children; a PATH without the sbin dirs (an
+	// ordinary user's on Debian, root's in some services) gets them.
+	_ = os.Setenv("PATH", bins.SystemPath(os.Getenv("PATH")))
 	ctx, stop := signal.NotifyContext(context.Background(), stopSignals()...)
 	code := cli.Run(ctx, common.DefaultStreams(), os.Args[1:], os.Environ())
 	stop()

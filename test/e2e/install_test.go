@@ -87,7 +87,9 @@ func TestInstall(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.binDir = links
-	environ := []string{"PATH=" + oldBin + ":/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "KUBECONFIG=" + e.kubeconfig}
+	// No sbin dirs either: root's PATH in some shells and services lacks
+	// them, and kubernix itself runs iptables and nft.
+	environ := []string{"PATH=" + oldBin + ":/usr/local/bin:/usr/bin:/bin", "KUBECONFIG=" + e.kubeconfig}
 	for _, kv := range os.Environ() {
 		if k, _, _ := strings.Cut(kv, "="); k != "PATH" && k != "KUBECONFIG" && !strings.HasPrefix(k, "KUBERNIX_") {
 			environ = append(environ, kv)
