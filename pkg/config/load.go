@@ -185,27 +185,16 @@ func LoadExplicit(flags *Flags, environ []string) (Config, []string, error) {
 	return cfg, explicit, nil
 }
 
-// readFile decodes the TOML file at path into cfg, strictly (an unknown
-// key is an error), and returns its top-level keys and values as decoded
+// readFile decodes the TOML file at path into cfg as decodeFile does
+// (versioned, strictly: every unknown key is an error), and returns its top-level keys and values as decoded
 // into a map.
 func readFile(cfg *Config, path string) (map[string]any, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("config file: %w", err)
 	}
-	dec := toml.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(cfg); err != nil {
-		var strict *toml.StrictMissingError
-		var decodeErr *toml.DecodeError
-		switch {
-		case errors.As(err, &strict):
-			return nil, fmt.Errorf("config file %s: %s", path, strict.String())
-		case errors.As(err, &decodeErr):
-			row, col := decodeErr.Position()
-			return nil, fmt.Errorf("config file %s:%d:%d: %s", path, row, col, decodeErr.Error())
-		}
-		return nil, fmt.Errorf("config file %s: %w", path, err)
+	if err := decodeFile(cfg, path, data); err != nil {
+		return nil, err
 	}
 	keys := map[string]any{}
 	if err := toml.Unmarshal(data, &keys); err != nil {
@@ -244,11 +233,12 @@ func setFromString(field reflect.Value, raw string) error {
 	return nil
 }
 
-// Marshal renders c as TOML, keys as the --config file takes them.
+// Marshal renders c as TOML, keys as the --config file takes them, after
+// the version keys (apiVersion = APIVersion, kind = Kind).
 func Marshal(c Config) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := toml.NewEncoder(&buf)
-	if err := enc.Encode(c); err != nil {
+	if err := enc.Encode(document{APIVersion: APIVersion, Kind: Kind, Config: c}); err != nil {
 		return nil, fmt.Errorf("encode config: %w", err)
 	}
 	return buf.Bytes(), nil
@@ -263,7 +253,7 @@ const viewHeader = `# kubernix settings (kubernix up --config FILE reads this fi
 
 // MarshalExplicit renders c as TOML like Marshal, with the settings whose
 // toml key is not in explicit commented out ("# key = value"), under a
-// header saying so: read back with --config, it sets what explicit set and
+// header saying so (the version keys stay set): read back with --config, it sets what explicit set and
 // derives the rest again, so editing one setting (say cidr) moves the
 // values derived from it.
 func MarshalExplicit(c Config, explicit []string) ([]byte, error) {
@@ -275,7 +265,7 @@ func MarshalExplicit(c Config, explicit []string) ([]byte, error) {
 	out.WriteString(viewHeader)
 	for line := range strings.Lines(string(b)) {
 		key, _, _ := strings.Cut(line, " = ")
-		if !slices.Contains(explicit, key) {
+		if !slices.Contains(explicit, key) && key != APIVersionKey && key != KindKey {
 			out.WriteString("# ")
 		}
 		out.WriteString(line)

@@ -35,11 +35,16 @@ func view(t *testing.T, args, env []string) (Config, string) {
 // TestViewRoundTrip: what config view prints, saved and read back with
 // --config, is the config it printed; and a setting edited in the saved
 // file moves the values derived from it (a view that wrote the derived
-// values as settings kept the old ones).
+// values as settings kept the old ones). It starts with the version keys,
+// set.
 func TestViewRoundTrip(t *testing.T) {
 	dir := t.TempDir()
 	file := filepath.Join(dir, "in.toml")
 	if err := os.WriteFile(file, []byte("nodes = 2\ncidr = '10.40.0.0/16'\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	versioned := filepath.Join(dir, "versioned.toml")
+	if err := os.WriteFile(versioned, []byte("apiVersion = 'kubernix.dev/v1alpha1'\nkind = 'Cluster'\nnodes = 2\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	tests := []struct {
@@ -53,6 +58,7 @@ func TestViewRoundTrip(t *testing.T) {
 		{name: "defaults", args: nil},
 		{name: "flags", args: []string{"--nodes", "3", "--cidr", "10.30.0.0/16", "--addons", "coredns", "--root", "/tmp/kx-state"}},
 		{name: "env and file", args: []string{"--config", file}, env: []string{"KUBERNIX_NAME=envname", "KUBERNIX_NO_SHELL=true"}},
+		{name: "versioned file", args: []string{"--config", versioned}},
 		{name: "explicit derived value", args: []string{"--service-cidr", "10.10.48.0/20"}},
 		{name: "cidr edited", args: []string{"--cidr", "10.30.0.0/16"},
 			edit: "cidr = '10.30.0.0/16'", with: "cidr = '10.50.0.0/16'",
@@ -66,6 +72,10 @@ func TestViewRoundTrip(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg, text := view(t, tt.args, tt.env)
+			// The version keys come first, set.
+			if head := viewHeader + "apiVersion = 'kubernix.dev/v1alpha1'\nkind = 'Cluster'\n"; !strings.HasPrefix(text, head) {
+				t.Fatalf("view does not start with %q:\n%s", head, text)
+			}
 			if tt.edit != "" {
 				if !strings.Contains(text, tt.edit+"\n") {
 					t.Fatalf("view has no line %q:\n%s", tt.edit, text)

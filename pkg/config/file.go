@@ -1,0 +1,159 @@
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+// The version keys of a --config file. A file names its format with
+// apiVersion and kind, as Kubernetes objects and kind's and k3d's cluster
+// files do; a file without them (the files written before the format was
+// versioned) is read as the current version.
+const (
+	// APIVersion is the current format of the config file, the value of
+	// its apiVersion key.
+	APIVersion = "kubernix.dev/v1alpha1"
+	// Kind is the value of the config file's kind key.
+	Kind = "Cluster"
+	// APIVersionKey and KindKey are the toml keys of the version keys.
+	APIVersionKey = "apiVersion"
+	KindKey       = "kind"
+)
+
+// APIVersions lists every apiVersion kubernix reads, oldest first.
+var APIVersions = []string{APIVersion}
+
+// document is a config file: the version keys, then the settings.
+type document struct {
+	APIVersion string `toml:"apiVersion"`
+	Kind       string `toml:"kind"`
+	Config
+}
+
+// decodeFile decodes data, the config file path, into cfg strictly. It
+// refuses an apiVersion or kind kubernix does not know (an absent one
+// reads as the current), and reports every unknown key at once with its
+// line and the known key it is nearest to. Errors name path.
+func decodeFile(cfg *Config, path string, data []byte) error {
+	var head struct {
+		APIVersion any `toml:"apiVersion"`
+		Kind       any `toml:"kind"`
+	}
+	if err := toml.Unmarshal(data, &head); err != nil {
+		return fileError(path, err)
+	}
+	var errs []error
+	if v, ok := head.APIVersion.(string); head.APIVersion != nil && (!ok || !slices.Contains(APIVersions, v)) {
+		errs = append(errs, fmt.Errorf("config file %s: %s %s: unknown version (known: %s)", path, APIVersionKey, toText(head.APIVersion), strings.Join(APIVersions, ", ")))
+	}
+	if v, ok := head.Kind.(string); head.Kind != nil && (!ok || v != Kind) {
+		errs = append(errs, fmt.Errorf("config file %s: %s %s: unknown kind (known: %s)", path, KindKey, toText(head.Kind), Kind))
+	}
+	if len(errs) > 0 {
+		return errors.Join(errs...)
+	}
+	doc := document{Config: *cfg}
+	dec := toml.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	err := dec.Decode(&doc)
+	var strict *toml.StrictMissingError
+	if errors.As(err, &strict) {
+		for _, e := range strict.Errors {
+			errs = append(errs, unknownKey(path, e))
+		}
+		return errors.Join(errs...)
+	}
+	if err != nil {
+		return fileError(path, err)
+	}
+	*cfg = doc.Config
+	return nil
+}
+
+// toText renders a decoded TOML value as it would read in the file.
+func toText(v any) string {
+	b, err := toml.Marshal(map[string]any{"v": v})
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	_, text, _ := strings.Cut(strings.TrimSpace(string(b)), " = ")
+	return text
+}
+
+// fileError names path, and the line and column of a syntax or type error.
+func fileError(path string, err error) error {
+	var decodeErr *toml.DecodeError
+	if errors.As(err, &decodeErr) {
+		row, col := decodeErr.Position()
+		return fmt.Errorf("config file %s:%d:%d: %s", path, row, col, decodeErr.Error())
+	}
+	return fmt.Errorf("config file %s: %w", path, err)
+}
+
+// unknownKey describes e, an unknown key (or table) of the file path:
+// its line, and the nearest known key when one is near.
+func unknownKey(path string, e toml.DecodeError) error {
+	row, _ := e.Position()
+	key := e.Key()
+	msg := fmt.Sprintf("config file %s:%d: unknown key %q", path, row, strings.Join(key, "."))
+	if len(key) > 0 {
+		if near := Nearest(key[0], append([]string{APIVersionKey, KindKey}, Keys()...)); near != "" {
+			msg += fmt.Sprintf("; did you mean %s?", near)
+		}
+	}
+	return errors.New(msg)
+}
+
+// Nearest returns the key of known that key most likely misspells, or ""
+// when none is near: one equal to key in lower case with dashes as
+// underscores (a flag's spelling, node-cidr for node_cidr), else the
+// nearest within an edit distance of 2 (first in known order on a tie),
+// else one that key of 4 or more bytes is a prefix of.
+func Nearest(key string, known []string) string {
+	norm := strings.ReplaceAll(strings.ToLower(key), "-", "_")
+	best, bestDist := "", 3
+	for _, k := range known {
+		lk := strings.ToLower(k)
+		if lk == norm {
+			return k
+		}
+		if d := editDistance(norm, lk); d < bestDist {
+			best, bestDist = k, d
+		}
+	}
+	if best != "" || len(norm) < 4 {
+		return best
+	}
+	for _, k := range known {
+		if strings.HasPrefix(strings.ToLower(k), norm) {
+			return k
+		}
+	}
+	return ""
+}
+
+// editDistance is the Levenshtein distance of a and b, in bytes.
+func editDistance(a, b string) int {
+	prev := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur := make([]int, len(b)+1)
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev = cur
+	}
+	return prev[len(b)]
+}
