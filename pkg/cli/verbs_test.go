@@ -116,11 +116,30 @@ func TestExitCodes(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(named, "kubernix.toml"), []byte("name = 'other'\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// config validate: a valid file (whose state dir must stay unmade),
+	// one with an unknown key, one with a bad value; a missing file is a
+	// problem of the configuration like any other (exit 2, as up --config).
+	files := t.TempDir()
+	valid, unknown, bad := filepath.Join(files, "valid.toml"), filepath.Join(files, "unknown.toml"), filepath.Join(files, "bad.toml")
+	for file, text := range map[string]string{
+		valid:   "apiVersion = 'kubernix.dev/v1alpha1'\nkind = 'Cluster'\nnodes = 2\nstate_dir = '" + filepath.Join(empty, "state") + "'\n",
+		unknown: "nodez = 2\nstate_dir = '" + filepath.Join(empty, "state") + "'\n",
+		bad:     "apiVersion = 'kubernix.dev/v1alpha1'\nnodes = 0\nstate_dir = '" + filepath.Join(empty, "state") + "'\n",
+	} {
+		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	tests := []struct {
 		args []string
 		code int
 		want string
 	}{
+		{[]string{"config", "validate", valid}, 0, valid + ": valid"},
+		{[]string{"config", "validate", unknown}, 2, unknown + `:1: unknown key "nodez"; did you mean nodes?`},
+		{[]string{"config", "validate", bad}, 2, bad + ": invalid configuration (1 problem):\n--nodes 0"},
+		{[]string{"config", "validate", filepath.Join(files, "missing.toml")}, 2, "missing.toml: no such file"},
+		{[]string{"config", "validate"}, 2, "accepts 1 arg(s), received 0"},
 		{[]string{"foo"}, 2, `unknown command "foo" for "kubernix"`},
 		{[]string{"up", "foo"}, 2, "Run 'kubernix up --help' for usage."},
 		{[]string{"up", "--name", "up", "extra"}, 2, `unknown command "extra"`},

@@ -1,17 +1,21 @@
-// Package configcmd implements `kubernix config view`.
+// Package configcmd implements `kubernix config view` and `kubernix config
+// validate`.
 package configcmd
 
 import (
+	"fmt"
+
 	"github.com/spf13/cobra"
 
 	"github.com/kubernix/kubernix/pkg/cli/common"
 	"github.com/kubernix/kubernix/pkg/config"
 )
 
-// NewCommand returns `kubernix config` with its `view` subcommand, which
+// NewCommand returns `kubernix config` with its subcommands: `view`, which
 // prints the effective config (defaults < --config file < KUBERNIX_* < flags)
-// as TOML, in the form --config reads (config.MarshalExplicit). Invalid
-// settings exit 2 listing every problem.
+// as TOML, in the form --config reads (config.MarshalExplicit), and
+// `validate FILE` (newValidate). Invalid settings exit 2 listing every
+// problem.
 func NewCommand(env *common.Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "config",
@@ -44,6 +48,38 @@ cluster, and editing a setting (say cidr) moves what derives from it.`,
 		},
 	}
 	env.BindConfig(view)
-	cmd.AddCommand(view)
+	cmd.AddCommand(view, newValidate(env))
 	return cmd
+}
+
+// newValidate returns `kubernix config validate FILE`: FILE read as
+// --config reads it, with the KUBERNIX_* variables of env over it, then
+// Config.Validate. It prints "FILE: valid" and exits 0, or returns every
+// problem of the file (its version, unknown keys, malformed values) or,
+// once it reads, of the settings, wrapping config.ErrInvalid (exit 2); a
+// missing or unreadable FILE is such a problem too. It writes nothing.
+func newValidate(env *common.Env) *cobra.Command {
+	return &cobra.Command{
+		Use:   "validate FILE",
+		Short: "Check a config file: its version, its keys and their values",
+		Long: `Check FILE as 'kubernix up --config FILE' would read it, with the KUBERNIX_*
+variables over it: its apiVersion and kind, unknown keys (each named with its
+line and the key it is near), malformed values, then every setting as up
+validates it (values, ranges, the state directory). It prints "FILE: valid"
+and exits 0, or lists every problem and exits 2. It changes nothing.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			flags := config.NewFlags()
+			flags.File = args[0]
+			cfg, err := config.Load(flags, env.Environ)
+			if err != nil {
+				return err
+			}
+			if err := cfg.Validate(); err != nil {
+				return fmt.Errorf("%s: %w", args[0], err)
+			}
+			common.Fprintf(env.Streams.Out, "%s: valid\n", args[0])
+			return nil
+		},
+	}
 }
