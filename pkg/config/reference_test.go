@@ -1,0 +1,84 @@
+package config
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"slices"
+	"testing"
+
+	"github.com/pelletier/go-toml/v2"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files (docs/config.md)")
+
+// TestReference keeps docs/config.md, the reference of every key, in
+// sync with the Config struct: -update rewrites it.
+func TestReference(t *testing.T) {
+	golden := filepath.Join("..", "..", "docs", "config.md")
+	got := Reference()
+	if *update {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Fatalf("%s is out of date with the Config struct; run go test ./pkg/config -run TestReference -update and check the diff", golden)
+	}
+	for _, key := range append([]string{APIVersionKey, KindKey}, Keys()...) {
+		if !bytes.Contains(got, []byte("| `"+key+"` |")) {
+			t.Errorf("the reference has no row for %s", key)
+		}
+	}
+}
+
+// TestExampleFile: examples/cluster.toml loads and validates (its state
+// dir redirected to a temporary one), is of the current version, and
+// mentions every key, set or commented out, so it cannot fall behind.
+func TestExampleFile(t *testing.T) {
+	file := filepath.Join("..", "..", "examples", "cluster.toml")
+	cfg, explicit, err := LoadExplicit(nil, []string{"KUBERNIX_CONFIG=" + file, "KUBERNIX_STATE_DIR=" + filepath.Join(t.TempDir(), "state")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Nodes != 2 || !slices.Contains(explicit, "cidr") {
+		t.Errorf("example sets nodes %d and %q, want 2 nodes and a cidr", cfg.Nodes, explicit)
+	}
+	text, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range append([]string{APIVersionKey, KindKey}, Keys()...) {
+		if !regexp.MustCompile(`(?m)^(# )?` + key + ` = `).Match(text) {
+			t.Errorf("%s does not mention %s (as %q or %q)", file, key, key+" = ", "# "+key+" = ")
+		}
+	}
+	// The values shown commented out are what kubernix uses when unset.
+	var shown Config
+	if err := toml.Unmarshal(regexp.MustCompile(`(?m)^# (\w+ = )`).ReplaceAll(text, []byte("$1")), &shown); err != nil {
+		t.Fatal(err)
+	}
+	got, want := reflect.ValueOf(shown), reflect.ValueOf(cfg)
+	for i, field := range reflect.VisibleFields(got.Type()) {
+		switch field.Tag.Get("toml") {
+		case "state_dir", "bin_dir", "bundle_dir", "cni_dir", "kubeconfig", "cgroup_parent", "shell", "executor":
+			continue // host-dependent, or examples of a value
+		}
+		if !reflect.DeepEqual(got.Field(i).Interface(), want.Field(i).Interface()) {
+			t.Errorf("%s shows %s = %v, but it reads as %v", file, field.Tag.Get("toml"), got.Field(i), want.Field(i))
+		}
+	}
+	if !regexp.MustCompile(`(?m)^apiVersion = '` + regexp.QuoteMeta(APIVersion) + `'$`).Match(text) {
+		t.Errorf("%s does not set apiVersion = '%s'", file, APIVersion)
+	}
+}
