@@ -140,6 +140,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"config", "validate", bad}, 2, bad + ": invalid configuration (1 problem):\n--nodes 0"},
 		{[]string{"config", "validate", filepath.Join(files, "missing.toml")}, 2, "missing.toml: no such file"},
 		{[]string{"config", "validate"}, 2, "accepts 1 arg(s), received 0"},
+		{[]string{"config", "reference"}, 0, "| `nodes` | integer | `1` | `--nodes` | `KUBERNIX_NODES` |"},
 		{[]string{"foo"}, 2, `unknown command "foo" for "kubernix"`},
 		{[]string{"up", "foo"}, 2, "Run 'kubernix up --help' for usage."},
 		{[]string{"up", "--name", "up", "extra"}, 2, `unknown command "extra"`},

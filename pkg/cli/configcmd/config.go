@@ -1,5 +1,5 @@
-// Package configcmd implements `kubernix config view` and `kubernix config
-// validate`.
+// Package configcmd implements `kubernix config view`, `kubernix config
+// validate` and `kubernix config reference`.
 package configcmd
 
 import (
@@ -13,8 +13,9 @@ import (
 
 // NewCommand returns `kubernix config` with its subcommands: `view`, which
 // prints the effective config (defaults < --config file < KUBERNIX_* < flags)
-// as TOML, in the form --config reads (config.MarshalExplicit), and
-// `validate FILE` (newValidate). Invalid settings exit 2 listing every
+// as TOML, in the form --config reads (config.MarshalExplicit),
+// `validate FILE` (newValidate) and `reference`, which prints the Markdown
+// reference of every key (config.Reference, as docs/config.md holds it). Invalid settings exit 2 listing every
 // problem.
 func NewCommand(env *common.Env) *cobra.Command {
 	cmd := &cobra.Command{
@@ -48,7 +49,16 @@ cluster, and editing a setting (say cidr) moves what derives from it.`,
 		},
 	}
 	env.BindConfig(view)
-	cmd.AddCommand(view, newValidate(env))
+	reference := &cobra.Command{
+		Use:   "reference",
+		Short: "Print the reference of every config file key, as Markdown",
+		Args:  cobra.NoArgs,
+		RunE: func(*cobra.Command, []string) error {
+			_, err := env.Streams.Out.Write(config.Reference())
+			return err
+		},
+	}
+	cmd.AddCommand(view, newValidate(env), reference)
 	return cmd
 }
 
