@@ -186,8 +186,8 @@ func LoadExplicit(flags *Flags, environ []string) (Config, []string, error) {
 }
 
 // readFile decodes the TOML file at path into cfg as decodeFile does
-// (versioned, strictly: every unknown key is an error), and returns its top-level keys and values as decoded
-// into a map.
+// (versioned, strictly: every unknown key is an error), and returns its
+// top-level keys and values as decoded into a map.
 func readFile(cfg *Config, path string) (map[string]any, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -253,9 +253,9 @@ const viewHeader = `# kubernix settings (kubernix up --config FILE reads this fi
 
 // MarshalExplicit renders c as TOML like Marshal, with the settings whose
 // toml key is not in explicit commented out ("# key = value"), under a
-// header saying so (the version keys stay set): read back with --config, it sets what explicit set and
-// derives the rest again, so editing one setting (say cidr) moves the
-// values derived from it.
+// header saying so (the version keys stay set): read back with --config,
+// it sets what explicit set and derives the rest again, so editing one
+// setting (say cidr) moves the values derived from it.
 func MarshalExplicit(c Config, explicit []string) ([]byte, error) {
 	b, err := Marshal(c)
 	if err != nil {
