@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agnivade/levenshtein"
 	"github.com/pelletier/go-toml/v2"
 )
 
@@ -122,7 +123,7 @@ func Nearest(key string, known []string) string {
 		if lk == norm {
 			return k
 		}
-		if d := editDistance(norm, lk); d < bestDist {
+		if d := levenshtein.ComputeDistance(norm, lk); d < bestDist {
 			best, bestDist = k, d
 		}
 	}
@@ -135,25 +136,4 @@ func Nearest(key string, known []string) string {
 		}
 	}
 	return ""
-}
-
-// editDistance is the Levenshtein distance of a and b, in bytes.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur := make([]int, len(b)+1)
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev = cur
-	}
-	return prev[len(b)]
 }
