@@ -14,9 +14,9 @@ import (
 // NewCommand returns `kubernix config` with its subcommands: `view`, which
 // prints the effective config (defaults < --config file < KUBERNIX_* < flags)
 // as TOML, in the form --config reads (config.MarshalExplicit),
-// `validate FILE` (newValidate) and `reference`, which prints the Markdown
-// reference of every key (config.Reference, as docs/config.md holds it). Invalid settings exit 2 listing every
-// problem.
+// `validate FILE` (newValidate) and `reference`, which prints the
+// Markdown reference of every key (config.Reference, as docs/config.md
+// holds it). Invalid settings exit 2 listing every problem.
 func NewCommand(env *common.Env) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "config",
