@@ -160,7 +160,7 @@ func TestTimingsOutput(t *testing.T) {
 	if !reflect.DeepEqual(back, tt) {
 		t.Errorf("JSON round trip:\n%+v\nwant\n%+v", back, tt)
 	}
-	if back.TotalSeconds != 9.876543 || back.Components[1].TookSeconds != 1.5 {
+	if back.TotalSeconds != 9.877 || back.PrepareSeconds != 1.235 || back.Components[1].TookSeconds != 1.5 {
 		t.Errorf("seconds: total %v, kubelet took %v\n%s", back.TotalSeconds, back.Components[1].TookSeconds, js.String())
 	}
 }

@@ -13,7 +13,8 @@ import (
 // what its table shows: how long the last up took, and when each
 // component started and became ready.
 type Timings struct {
-	// TotalSeconds is the time up took, in seconds.
+	// TotalSeconds is the time up took, in seconds (to the millisecond,
+	// as are the other durations).
 	TotalSeconds float64 `json:"totalSeconds"`
 	// PrepareSeconds is the host preparation before the first component
 	// (network, PKI, kubeconfigs), in seconds.
@@ -37,13 +38,17 @@ type ComponentTiming struct {
 	TookSeconds float64 `json:"tookSeconds"`
 }
 
+// seconds3 is d in seconds to the millisecond, so JSON shows 5.354, not
+// the float noise of 5.3535038870000005.
+func seconds3(d time.Duration) float64 { return float64(d.Round(time.Millisecond).Milliseconds()) / 1000 }
+
 // newTimings converts the recorded timings, sorting the components by
 // start.
 func newTimings(t cluster.Timings) Timings {
-	out := Timings{TotalSeconds: t.Total.Seconds(), PrepareSeconds: t.Prepare.Seconds(), Components: []ComponentTiming{}}
+	out := Timings{TotalSeconds: seconds3(t.Total), PrepareSeconds: seconds3(t.Prepare), Components: []ComponentTiming{}}
 	for _, c := range t.Components {
 		out.Components = append(out.Components, ComponentTiming{
-			Phase: c.Phase, Name: c.Name, Started: c.Started, Ready: c.Ready, TookSeconds: c.Elapsed.Seconds(),
+			Phase: c.Phase, Name: c.Name, Started: c.Started, Ready: c.Ready, TookSeconds: seconds3(c.Elapsed),
 		})
 	}
 	sort.SliceStable(out.Components, func(i, j int) bool { return out.Components[i].Started.Before(out.Components[j].Started) })
