@@ -40,7 +40,9 @@ type ComponentTiming struct {
 
 // seconds3 is d in seconds to the millisecond, so JSON shows 5.354, not
 // the float noise of 5.3535038870000005.
-func seconds3(d time.Duration) float64 { return float64(d.Round(time.Millisecond).Milliseconds()) / 1000 }
+func seconds3(d time.Duration) float64 {
+	return float64(d.Round(time.Millisecond).Milliseconds()) / 1000
+}
 
 // newTimings converts the recorded timings, sorting the components by
 // start.
