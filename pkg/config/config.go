@@ -116,6 +116,21 @@ type Config struct {
 	// subtree: the process's own cgroup if the user may write it in every
 	// hierarchy, else /kubernix-<uid>.
 	CgroupParent string `toml:"cgroup_parent" flag:"cgroup-parent" usage:"cgroup under which each node's cgroup is made (default /kubernix as root; rootless: the user's delegated subtree, e.g. /kubernix-<uid>)"`
+	// FeatureGates are set on every component that takes --feature-gates
+	// (etcd excepted: its gates are its own), gate name to on or off.
+	FeatureGates map[string]bool `toml:"feature_gates,omitempty" flag:"feature-gates" usage:"feature gates of every Kubernetes component, e.g. InPlacePodVerticalScaling=true,Foo=false"`
+	// RuntimeConfig is kube-apiserver's --runtime-config: API group
+	// versions (or api/all, api/alpha, api/beta) to "true" or "false".
+	RuntimeConfig map[string]string `toml:"runtime_config,omitempty" flag:"runtime-config" usage:"API groups/versions the kube-apiserver serves or not (--runtime-config), e.g. api/beta=true,batch/v2alpha1=false"`
+	// AuditPolicy is an audit policy file (audit.k8s.io/v1 Policy, YAML)
+	// the kube-apiserver runs with instead of kubernix's (every request at
+	// Metadata level); made absolute.
+	AuditPolicy string `toml:"audit_policy" flag:"audit-policy" usage:"audit policy file of the kube-apiserver (default: every request at Metadata level)"`
+	// Components holds each component's extra settings; file only.
+	Components Components `toml:"components,omitempty" usage:"extra settings of each component: the tables [components.<name>] below"`
+	// NodeSpecs are the settings of nodes 0, 1, ... (the file's [[nodes]]
+	// tables); nodes past its end have none. Nodes is at least its length.
+	NodeSpecs []NodeSpec `toml:"-"`
 }
 
 // Default returns the defaults of every setting. Values that depend on other
@@ -153,7 +168,7 @@ func (c *Config) Resolve() {
 			c.StateDir = resolveExisting(abs)
 		}
 	}
-	for _, dir := range []*string{&c.BinDir, &c.BundleDir} {
+	for _, dir := range []*string{&c.BinDir, &c.BundleDir, &c.AuditPolicy} {
 		if *dir != "" {
 			if abs, err := filepath.Abs(*dir); err == nil {
 				*dir = abs
@@ -211,8 +226,23 @@ func StateRoot() string {
 // ContextName is the kubeconfig context (and cluster and user) name of the cluster.
 func (c *Config) ContextName() string { return "kubernix-" + c.Name }
 
-// NodeName is the Kubernetes node name (and hostname) of node i, counted from 0.
-func (c *Config) NodeName(i int) string { return c.Name + "-node-" + strconv.Itoa(i) }
+// NodeName is the Kubernetes node name (and hostname) of node i, counted
+// from 0: <name>-<suffix> when NodeSpecs gives node i a name suffix, else
+// <name>-node-<i>.
+func (c *Config) NodeName(i int) string {
+	if spec := c.NodeSpec(i); spec.Name != "" {
+		return c.Name + "-" + spec.Name
+	}
+	return c.Name + "-node-" + strconv.Itoa(i)
+}
+
+// NodeSpec returns the settings of node i: NodeSpecs[i], or none.
+func (c *Config) NodeSpec(i int) NodeSpec {
+	if i >= 0 && i < len(c.NodeSpecs) {
+		return c.NodeSpecs[i]
+	}
+	return NodeSpec{}
+}
 
 // NodeNames lists NodeName(i) for every node.
 func (c *Config) NodeNames() []string {

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 
@@ -36,6 +38,16 @@ type document struct {
 	Config
 }
 
+// nodesDocument is a config file whose nodes key is a list of tables
+// ([[nodes]]), one a node, rather than a count: its NodeSpecs field hides
+// Config.Nodes.
+type nodesDocument struct {
+	APIVersion string `toml:"apiVersion"`
+	Kind       string `toml:"kind"`
+	Config
+	NodeSpecs []NodeSpec `toml:"nodes"`
+}
+
 // decodeFile decodes data, the config file path, into cfg strictly. It
 // refuses an apiVersion or kind kubernix does not know (an absent one
 // reads as the current), and reports every unknown key at once with its
@@ -44,6 +56,7 @@ func decodeFile(cfg *Config, path string, data []byte) error {
 	var head struct {
 		APIVersion any `toml:"apiVersion"`
 		Kind       any `toml:"kind"`
+		Nodes      any `toml:"nodes"`
 	}
 	if err := toml.Unmarshal(data, &head); err != nil {
 		return fileError(path, err)
@@ -58,10 +71,17 @@ func decodeFile(cfg *Config, path string, data []byte) error {
 	if len(errs) > 0 {
 		return errors.Join(errs...)
 	}
-	doc := document{Config: *cfg}
-	dec := toml.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	err := dec.Decode(&doc)
+	decoded := *cfg
+	var err error
+	if _, list := head.Nodes.([]any); list {
+		doc := nodesDocument{Config: decoded}
+		err = decodeStrict(data, &doc)
+		decoded, decoded.NodeSpecs, decoded.Nodes = doc.Config, doc.NodeSpecs, len(doc.NodeSpecs)
+	} else {
+		doc := document{Config: decoded}
+		err = decodeStrict(data, &doc)
+		decoded = doc.Config
+	}
 	var strict *toml.StrictMissingError
 	if errors.As(err, &strict) {
 		for _, e := range strict.Errors {
@@ -72,8 +92,36 @@ func decodeFile(cfg *Config, path string, data []byte) error {
 	if err != nil {
 		return fileError(path, err)
 	}
-	*cfg = doc.Config
+	dir, err := filepath.Abs(filepath.Dir(path))
+	if err != nil {
+		return fileError(path, err)
+	}
+	relativeTo(dir, &decoded)
+	*cfg = decoded
 	return nil
+}
+
+// relativeTo makes the relative paths cfg was given by a file in dir
+// (its audit policy and mounts' host paths) the file's: dir/path.
+func relativeTo(dir string, cfg *Config) {
+	paths := []*string{&cfg.AuditPolicy}
+	for i := range cfg.NodeSpecs {
+		for j := range cfg.NodeSpecs[i].Mounts {
+			paths = append(paths, &cfg.NodeSpecs[i].Mounts[j].HostPath)
+		}
+	}
+	for _, p := range paths {
+		if *p != "" && !filepath.IsAbs(*p) {
+			*p = filepath.Join(dir, *p)
+		}
+	}
+}
+
+// decodeStrict decodes data into doc, refusing unknown keys.
+func decodeStrict(data []byte, doc any) error {
+	dec := toml.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	return dec.Decode(doc)
 }
 
 // toText renders a decoded TOML value as it would read in the file.
@@ -102,12 +150,68 @@ func unknownKey(path string, e toml.DecodeError) error {
 	row, _ := e.Position()
 	key := e.Key()
 	msg := fmt.Sprintf("config file %s:%d: unknown key %q", path, row, strings.Join(key, "."))
-	if len(key) > 0 {
-		if near := Nearest(key[0], append([]string{APIVersionKey, KindKey}, Keys()...)); near != "" {
-			msg += fmt.Sprintf("; did you mean %s?", near)
+	if len(key) == 0 {
+		return errors.New(msg)
+	}
+	parent, last := key[:len(key)-1], key[len(key)-1]
+	if near := Nearest(last, knownKeys(parent)); near != "" {
+		msg += fmt.Sprintf("; did you mean %s?", strings.Join(append(slices.Clone(parent), near), "."))
+		return errors.New(msg)
+	}
+	// go-toml names a key of an inline table in an array (mounts =
+	// [{...}]) without the array: try the tables one level down.
+	for _, table := range knownKeys(parent) {
+		sub := append(slices.Clone(parent), table)
+		if keys := knownKeys(sub); len(keys) > 0 && len(parent) > 0 {
+			if near := Nearest(last, keys); near != "" {
+				msg += fmt.Sprintf("; did you mean %s?", strings.Join(append(sub, near), "."))
+				break
+			}
 		}
 	}
 	return errors.New(msg)
+}
+
+// knownKeys lists the keys the file may hold in the table at path (the
+// top level when empty): the toml keys of the struct the path leads to,
+// through Config, Components and NodeSpec (nodes is [[nodes]] there).
+func knownKeys(path []string) []string {
+	if len(path) == 0 {
+		return append([]string{APIVersionKey, KindKey}, Keys()...)
+	}
+	t := reflect.TypeFor[Config]()
+	for i, name := range path {
+		if i == 0 && name == "nodes" {
+			t = reflect.TypeFor[NodeSpec]()
+			continue
+		}
+		field, ok := fieldByKey(t, name)
+		if !ok {
+			return nil
+		}
+		for t = field.Type; t.Kind() == reflect.Slice; t = t.Elem() {
+		}
+		if t.Kind() != reflect.Struct {
+			return nil
+		}
+	}
+	var keys []string
+	for _, field := range reflect.VisibleFields(t) {
+		if !field.Anonymous {
+			keys = append(keys, tomlKey(field))
+		}
+	}
+	return keys
+}
+
+// fieldByKey finds the field of struct t whose toml key is key.
+func fieldByKey(t reflect.Type, key string) (reflect.StructField, bool) {
+	for _, field := range reflect.VisibleFields(t) {
+		if !field.Anonymous && tomlKey(field) == key {
+			return field, true
+		}
+	}
+	return reflect.StructField{}, false
 }
 
 // Nearest returns the key of known that key most likely misspells, or ""

@@ -12,6 +12,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 	"github.com/spf13/pflag"
+	cliflag "k8s.io/component-base/cli/flag"
 
 	"github.com/kubernix/kubernix/pkg/addons"
 )
@@ -63,10 +64,42 @@ func NewFlags() *Flags {
 // Keys lists the toml key of every Config setting, in field order.
 func Keys() []string {
 	var keys []string
-	for _, field := range reflect.VisibleFields(reflect.TypeFor[Config]()) {
-		keys = append(keys, field.Tag.Get("toml"))
+	for _, field := range settings() {
+		keys = append(keys, tomlKey(field))
 	}
 	return keys
+}
+
+// settings lists Config's fields that are settings of the file, in
+// field order, with their index in Config: all but NodeSpecs, which the
+// file's nodes key fills (see nodesDocument).
+func settings() []reflect.StructField {
+	var out []reflect.StructField
+	for _, field := range reflect.VisibleFields(reflect.TypeFor[Config]()) {
+		if tomlKey(field) != "-" {
+			out = append(out, field)
+		}
+	}
+	return out
+}
+
+// tomlKey is the toml key of field, without options such as omitempty.
+func tomlKey(field reflect.StructField) string {
+	key, _, _ := strings.Cut(field.Tag.Get("toml"), ",")
+	return key
+}
+
+// mapValue returns the flag value that parses a map setting as its flag
+// and environment variable take it, "k=v,k=v" (component-base's, as the
+// Kubernetes components' own --feature-gates), or nil for another type.
+func mapValue(ptr any) pflag.Value {
+	switch m := ptr.(type) {
+	case *map[string]bool:
+		return cliflag.NewMapStringBool(m)
+	case *map[string]string:
+		return cliflag.NewMapStringString(m)
+	}
+	return nil
 }
 
 // Bind registers on fs --config and a flag per setting named by its toml
@@ -82,20 +115,23 @@ func (f *Flags) Bind(fs *pflag.FlagSet, keys ...string) {
 	fs.StringVar(&f.File, "config", "", "TOML file of settings, keys as 'kubernix config view' prints them; flags and KUBERNIX_* variables override it")
 	aliases := map[string]string{}
 	v := reflect.ValueOf(f.values).Elem()
-	fields := reflect.VisibleFields(v.Type())
+	fields := settings()
 	for _, key := range keys {
-		i := slices.IndexFunc(fields, func(sf reflect.StructField) bool { return sf.Tag.Get("toml") == key })
+		i := slices.IndexFunc(fields, func(sf reflect.StructField) bool { return tomlKey(sf) == key })
 		if i < 0 {
 			panic(fmt.Sprintf("config: no setting %q", key))
 		}
 		field := fields[i]
 		name, usage := field.Tag.Get("flag"), field.Tag.Get("usage")
+		if name == "" {
+			continue // a setting of the file only
+		}
 		usage = strings.ReplaceAll(usage, "{addons}", addons.Help())
 		if alias := field.Tag.Get("alias"); alias != "" {
 			usage += " (also --" + alias + ")"
 		}
 		usage += fmt.Sprintf(" [$%s%s]", EnvPrefix, strings.ToUpper(key))
-		switch ptr := v.Field(i).Addr().Interface().(type) {
+		switch ptr := v.FieldByIndex(field.Index).Addr().Interface().(type) {
 		case *string:
 			fs.StringVar(ptr, name, *ptr, usage)
 		case *int:
@@ -104,6 +140,8 @@ func (f *Flags) Bind(fs *pflag.FlagSet, keys ...string) {
 			fs.BoolVar(ptr, name, *ptr, usage)
 		case *[]string:
 			fs.StringSliceVar(ptr, name, *ptr, usage)
+		case *map[string]bool, *map[string]string:
+			fs.Var(mapValue(ptr), name, usage)
 		default:
 			panic(fmt.Sprintf("config: field %s has unsupported type %s", field.Name, field.Type))
 		}
@@ -160,19 +198,19 @@ func LoadExplicit(flags *Flags, environ []string) (Config, []string, error) {
 	}
 	var explicit []string
 	v := reflect.ValueOf(&cfg).Elem()
-	for i, field := range reflect.VisibleFields(v.Type()) {
-		key := field.Tag.Get("toml")
+	for _, field := range settings() {
+		key, flag := tomlKey(field), field.Tag.Get("flag")
 		_, set := inFile[key]
 		envKey := EnvPrefix + strings.ToUpper(key)
-		if raw, ok := env[envKey]; ok {
+		if raw, ok := env[envKey]; ok && flag != "" {
 			set = true
-			if err := setFromString(v.Field(i), raw); err != nil {
+			if err := setFromString(v.FieldByIndex(field.Index), raw); err != nil {
 				errs = append(errs, fmt.Errorf("environment %s=%q: %w", envKey, raw, err))
 			}
 		}
-		if flags != nil && flags.changed(field.Tag.Get("flag")) {
+		if flags != nil && flag != "" && flags.changed(flag) {
 			set = true
-			v.Field(i).Set(reflect.ValueOf(flags.values).Elem().Field(i))
+			v.FieldByIndex(field.Index).Set(reflect.ValueOf(flags.values).Elem().FieldByIndex(field.Index))
 		}
 		if set {
 			explicit = append(explicit, key)
@@ -204,6 +242,10 @@ func readFile(cfg *Config, path string) (map[string]any, error) {
 }
 
 func setFromString(field reflect.Value, raw string) error {
+	if value := mapValue(field.Addr().Interface()); value != nil {
+		field.SetZero()
+		return value.Set(raw)
+	}
 	switch field.Kind() {
 	case reflect.String:
 		field.SetString(raw)
@@ -236,9 +278,15 @@ func setFromString(field reflect.Value, raw string) error {
 // Marshal renders c as TOML, keys as the --config file takes them, after
 // the version keys (apiVersion = APIVersion, kind = Kind).
 func Marshal(c Config) ([]byte, error) {
+	var doc any = document{APIVersion: APIVersion, Kind: Kind, Config: c}
+	if len(c.NodeSpecs) > 0 {
+		// [[nodes]], one table a node: nodes past NodeSpecs get an empty one.
+		specs := append(slices.Clone(c.NodeSpecs), make([]NodeSpec, max(c.Nodes-len(c.NodeSpecs), 0))...)
+		doc = nodesDocument{APIVersion: APIVersion, Kind: Kind, Config: c, NodeSpecs: specs}
+	}
 	var buf bytes.Buffer
 	enc := toml.NewEncoder(&buf)
-	if err := enc.Encode(document{APIVersion: APIVersion, Kind: Kind, Config: c}); err != nil {
+	if err := enc.Encode(doc); err != nil {
 		return nil, fmt.Errorf("encode config: %w", err)
 	}
 	return buf.Bytes(), nil
@@ -263,9 +311,17 @@ func MarshalExplicit(c Config, explicit []string) ([]byte, error) {
 	}
 	var out bytes.Buffer
 	out.WriteString(viewHeader)
+	table := ""
 	for line := range strings.Lines(string(b)) {
 		key, _, _ := strings.Cut(line, " = ")
-		if !slices.Contains(explicit, key) && key != APIVersionKey && key != KindKey {
+		if strings.HasPrefix(line, "[") {
+			// A table's lines are the setting of its first key.
+			table, _, _ = strings.Cut(strings.Trim(strings.TrimSpace(line), "[]"), ".")
+		}
+		if table != "" {
+			key = table
+		}
+		if strings.TrimSpace(line) != "" && !slices.Contains(explicit, key) && key != APIVersionKey && key != KindKey {
 			out.WriteString("# ")
 		}
 		out.WriteString(line)

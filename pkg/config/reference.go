@@ -55,17 +55,60 @@ func Reference() []byte {
 	var out bytes.Buffer
 	fmt.Fprintf(&out, referenceIntro, "`"+APIVersion+"`", "`"+strings.Join(APIVersions, "`, `")+"`", Kind)
 	defaults := reflect.ValueOf(Default())
-	for i, field := range reflect.VisibleFields(defaults.Type()) {
-		key := field.Tag.Get("toml")
-		flag := "`--" + field.Tag.Get("flag") + "`"
+	for _, field := range settings() {
+		key := tomlKey(field)
+		flag, env := "—", "—"
+		if name := field.Tag.Get("flag"); name != "" {
+			flag = "`--" + name + "`"
+			env = "`" + EnvPrefix + strings.ToUpper(key) + "`"
+		}
 		if alias := field.Tag.Get("alias"); alias != "" {
 			flag += ", `--" + alias + "`"
 		}
 		usage := strings.ReplaceAll(field.Tag.Get("usage"), "{addons}", addons.Help())
-		fmt.Fprintf(&out, "| `%s` | %s | %s | %s | `%s%s` | %s |\n", key, tomlType(field.Type), defaultText(defaults.Field(i)),
-			flag, EnvPrefix, strings.ToUpper(key), markdownEscaper.Replace(usage))
+		fmt.Fprintf(&out, "| `%s` | %s | %s | %s | %s | %s |\n", key, tomlType(field.Type), defaultText(defaults.FieldByIndex(field.Index)),
+			flag, env, markdownEscaper.Replace(usage))
+	}
+	out.WriteString(referenceTables)
+	for _, table := range []struct {
+		heading string
+		t       reflect.Type
+	}{
+		{"`[components.<name>]`: one of " + componentNames(), reflect.TypeFor[Component]()},
+		{"`[components.containerd]`, also", reflect.TypeFor[ContainerdComponent]()},
+		{"`[[nodes]]`: one table a node, in order (node 0 first)", reflect.TypeFor[NodeSpec]()},
+		{"`nodes[].mounts`: an array of inline tables", reflect.TypeFor[Mount]()},
+		{"`nodes[].ports`: an array of inline tables", reflect.TypeFor[PortMapping]()},
+	} {
+		fmt.Fprintf(&out, "\n### %s\n\n| Key | Type | Description |\n|---|---|---|\n", table.heading)
+		for _, field := range reflect.VisibleFields(table.t) {
+			if field.Anonymous || (table.t == reflect.TypeFor[ContainerdComponent]() && field.Index[0] == 0) {
+				continue
+			}
+			fmt.Fprintf(&out, "| `%s` | %s | %s |\n", tomlKey(field), tomlType(field.Type), markdownEscaper.Replace(field.Tag.Get("usage")))
+		}
 	}
 	return out.Bytes()
+}
+
+// referenceTables introduces the reference's sections of the file's tables.
+const referenceTables = `
+## Tables
+
+These are set in the file only. A component's ` + "`args`" + ` come after kubernix's
+own flags, and a flag kubernix sets too takes the given value instead:
+` + "`kubernix up --dry-run`" + ` prints each command line as it will run. The
+` + "`nodes`" + ` key is either the number of nodes or a list of ` + "`[[nodes]]`" + ` tables,
+one a node; ` + "`--nodes`" + ` may add nodes after those the list describes.
+`
+
+// componentNames lists the tables of Components, for the reference.
+func componentNames() string {
+	var names []string
+	for _, field := range reflect.VisibleFields(reflect.TypeFor[Components]()) {
+		names = append(names, "`"+tomlKey(field)+"`")
+	}
+	return strings.Join(names, ", ")
 }
 
 // markdownEscaper keeps a usage text literal in a Markdown table cell:
@@ -81,13 +124,17 @@ func tomlType(t reflect.Type) string {
 		return "boolean"
 	case reflect.Slice:
 		return "array of " + tomlType(t.Elem()) + "s"
+	case reflect.Map:
+		return "table of " + tomlType(t.Elem()) + "s"
+	case reflect.Struct:
+		return "table"
 	}
 	return "string"
 }
 
 // defaultText renders a default as it reads in the file, "—" when unset.
 func defaultText(v reflect.Value) string {
-	if v.Kind() == reflect.String && v.String() == "" {
+	if v.IsZero() && v.Kind() != reflect.Bool && v.Kind() != reflect.Int {
 		return "—"
 	}
 	return "`" + toText(v.Interface()) + "`"

@@ -59,23 +59,25 @@ func TestExampleFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, key := range append([]string{APIVersionKey, KindKey}, Keys()...) {
-		if !regexp.MustCompile(`(?m)^(# )?` + key + ` = `).Match(text) {
-			t.Errorf("%s does not mention %s (as %q or %q)", file, key, key+" = ", "# "+key+" = ")
+		if !regexp.MustCompile(`(?m)^((# )?` + key + ` = |\[\[?` + key + `[.\]])`).Match(text) {
+			t.Errorf("%s does not mention %s (as %q, %q or a table [%s...])", file, key, key+" = ", "# "+key+" = ", key)
 		}
 	}
 	// The values shown commented out are what kubernix uses when unset.
-	var shown Config
+	var shown nodesDocument
 	if err := toml.Unmarshal(regexp.MustCompile(`(?m)^# (\w+ = )`).ReplaceAll(text, []byte("$1")), &shown); err != nil {
 		t.Fatal(err)
 	}
-	got, want := reflect.ValueOf(shown), reflect.ValueOf(cfg)
-	for i, field := range reflect.VisibleFields(got.Type()) {
-		switch field.Tag.Get("toml") {
-		case "state_dir", "bin_dir", "bundle_dir", "cni_dir", "kubeconfig", "cgroup_parent", "shell", "executor":
+	got, want := reflect.ValueOf(shown.Config), reflect.ValueOf(cfg)
+	for _, field := range settings() {
+		switch tomlKey(field) {
+		case "state_dir", "bin_dir", "bundle_dir", "cni_dir", "kubeconfig", "cgroup_parent", "shell", "executor", "audit_policy":
 			continue // host-dependent, or examples of a value
+		case "nodes":
+			continue // the [[nodes]] tables
 		}
-		if !reflect.DeepEqual(got.Field(i).Interface(), want.Field(i).Interface()) {
-			t.Errorf("%s shows %s = %v, but it reads as %v", file, field.Tag.Get("toml"), got.Field(i), want.Field(i))
+		if !reflect.DeepEqual(got.FieldByIndex(field.Index).Interface(), want.FieldByIndex(field.Index).Interface()) {
+			t.Errorf("%s shows %s = %v, but it reads as %v", file, tomlKey(field), got.FieldByIndex(field.Index), want.FieldByIndex(field.Index))
 		}
 	}
 	if !regexp.MustCompile(`(?m)^apiVersion = '` + regexp.QuoteMeta(APIVersion) + `'$`).Match(text) {

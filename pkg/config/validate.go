@@ -65,6 +65,7 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, c.validateNetwork()...)
 	errs = append(errs, c.validatePaths()...)
+	errs = append(errs, c.validateSpec()...)
 	return Invalid("", errs)
 }
 
@@ -193,12 +194,12 @@ func (c *Config) validatePaths() []error {
 		}
 	}
 	if validation.IsDNS1123Label(c.Name) == nil {
-		// The last node has the longest name, hence the longest paths.
-		last := min(max(c.Nodes, 1), MaxNodes) - 1
 		longest := ""
-		for _, sock := range c.Paths().Node(c.NodeName(last)).Sockets() {
-			if len(sock) > len(longest) {
-				longest = sock
+		for i := range min(max(c.Nodes, 1), MaxNodes) {
+			for _, sock := range c.Paths().Node(c.NodeName(i)).Sockets() {
+				if len(sock) > len(longest) {
+					longest = sock
+				}
 			}
 		}
 		if len(longest) > MaxSocketPath {

@@ -1,0 +1,296 @@
+package config
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/pelletier/go-toml/v2"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// Components holds the extra settings of each component, the file's
+// [components.<name>] tables; the table names are the component names.
+type Components struct {
+	Etcd              Component           `toml:"etcd,omitempty" usage:"etcd"`
+	APIServer         Component           `toml:"kube-apiserver,omitempty" usage:"kube-apiserver"`
+	ControllerManager Component           `toml:"kube-controller-manager,omitempty" usage:"kube-controller-manager"`
+	Scheduler         Component           `toml:"kube-scheduler,omitempty" usage:"kube-scheduler"`
+	Kubelet           Component           `toml:"kubelet,omitempty" usage:"every node's kubelet (a node's own kubelet_args come after)"`
+	KubeProxy         Component           `toml:"kube-proxy,omitempty" usage:"every node's kube-proxy"`
+	Containerd        ContainerdComponent `toml:"containerd,omitempty" usage:"every node's containerd"`
+}
+
+// Component is the extra settings of one component.
+type Component struct {
+	// Args are extra command-line flags, each "--flag=value" or "--flag"
+	// (a boolean): they come after kubernix's own, and a flag kubernix
+	// sets too is given the user's value instead.
+	Args []string `toml:"args,omitempty" usage:"extra flags, each --flag=value or --flag; one kubernix sets too takes this value instead"`
+}
+
+// ContainerdComponent is the extra settings of every node's containerd.
+type ContainerdComponent struct {
+	Component
+	// ConfigPatches are TOML documents merged, in order, into the
+	// config.toml kubernix renders (tables merged key by key, other
+	// values replaced), as kind's containerdConfigPatches.
+	ConfigPatches []string `toml:"config_patches,omitempty" usage:"TOML documents merged in order into the rendered config.toml (tables key by key, other values replaced)"`
+}
+
+// NodeSpec is the settings of one node, a [[nodes]] table of the file.
+type NodeSpec struct {
+	// Name is the node name's suffix: the node is <cluster name>-<Name>;
+	// empty means node-<index>.
+	Name string `toml:"name,omitempty" usage:"the node name's suffix: the node is named <cluster name>-<name> (default node-<index>)"`
+	// Labels are set on the Node object, key to value.
+	Labels map[string]string `toml:"labels,omitempty" usage:"labels of the Node, e.g. { tier = \"gpu\" }"`
+	// Taints of the Node as kubectl taint writes them: key[=value]:effect.
+	Taints []string `toml:"taints,omitempty" usage:"taints of the Node, each key[=value]:effect (NoSchedule, PreferNoSchedule or NoExecute)"`
+	// KubeletArgs are extra kubelet flags of this node, after
+	// [components.kubelet] args, in the same form.
+	KubeletArgs []string `toml:"kubelet_args,omitempty" usage:"extra kubelet flags of this node, as [components.kubelet] args (and after them)"`
+	// Mounts are host directories or files bind-mounted into the node.
+	Mounts []Mount `toml:"mounts,omitempty" usage:"host paths mounted into the node: nodes[].mounts below"`
+	// Ports publish ports of the node on the host.
+	Ports []PortMapping `toml:"ports,omitempty" usage:"node ports published on the host: nodes[].ports below"`
+}
+
+// Mount binds a host path into a node: its kubelet, containerd and so its
+// pods' hostPath volumes see HostPath's content at NodePath.
+type Mount struct {
+	// HostPath is an existing file or directory of the host, absolute.
+	HostPath string `toml:"host_path" usage:"existing host file or directory, absolute"`
+	// NodePath is where the node sees it, absolute; empty means HostPath.
+	NodePath string `toml:"node_path,omitempty" usage:"where the node (and a pod's hostPath volume) sees it (default: host_path)"`
+	// ReadOnly mounts it read-only in the node.
+	ReadOnly bool `toml:"read_only,omitempty" usage:"mount it read-only"`
+}
+
+// PortMapping publishes a port of a node (a NodePort, or a pod's hostPort
+// on that node) on the host: connections to ListenAddress:HostPort reach
+// the node's NodePort.
+type PortMapping struct {
+	// ListenAddress is the host address listened on; empty means
+	// 127.0.0.1, this machine only.
+	ListenAddress string `toml:"listen_address,omitempty" usage:"host address listened on (default 127.0.0.1: this machine only)"`
+	// HostPort is the host port, 1..65535; 0 means NodePort.
+	HostPort int `toml:"host_port,omitempty" usage:"host port (default: node_port)"`
+	// NodePort is the port on the node: a Service's NodePort or a pod's hostPort.
+	NodePort int `toml:"node_port" usage:"port on the node: a Service's nodePort or a pod's hostPort"`
+	// Protocol is TCP or UDP; empty means TCP.
+	Protocol string `toml:"protocol,omitempty" usage:"TCP or UDP (default TCP)"`
+}
+
+// DefaultListenAddress is where a PortMapping listens by default: the
+// host's loopback, so the cluster is not exposed beyond this machine.
+const DefaultListenAddress = "127.0.0.1"
+
+// Listen is where m listens on the host, its defaults applied.
+func (m PortMapping) Listen() netip.AddrPort {
+	addr, err := netip.ParseAddr(m.ListenAddress)
+	if m.ListenAddress == "" || err != nil {
+		addr = netip.MustParseAddr(DefaultListenAddress)
+	}
+	port := m.HostPort
+	if port == 0 {
+		port = m.NodePort
+	}
+	return netip.AddrPortFrom(addr, uint16(port))
+}
+
+// Proto is m's protocol, its default applied: "TCP" or "UDP".
+func (m PortMapping) Proto() v1.Protocol {
+	if m.Protocol == "" {
+		return v1.ProtocolTCP
+	}
+	return v1.Protocol(strings.ToUpper(m.Protocol))
+}
+
+// Target is the path the node sees m at: NodePath, else HostPath.
+func (m Mount) Target() string {
+	if m.NodePath != "" {
+		return m.NodePath
+	}
+	return m.HostPath
+}
+
+// ParseTaint parses a taint as kubectl taint writes it, key[=value]:effect.
+// It errors on a missing or unknown effect (NoSchedule, PreferNoSchedule,
+// NoExecute), a key that is not a qualified name, or a value that is not
+// a label value.
+func ParseTaint(s string) (v1.Taint, error) {
+	kv, effect, ok := strings.Cut(s, ":")
+	if !ok {
+		return v1.Taint{}, fmt.Errorf("missing the effect: write key[=value]:effect")
+	}
+	key, value, _ := strings.Cut(kv, "=")
+	t := v1.Taint{Key: key, Value: value, Effect: v1.TaintEffect(effect)}
+	switch t.Effect {
+	case v1.TaintEffectNoSchedule, v1.TaintEffectPreferNoSchedule, v1.TaintEffectNoExecute:
+	default:
+		return t, fmt.Errorf("effect %q: must be NoSchedule, PreferNoSchedule or NoExecute", effect)
+	}
+	if msgs := validation.IsQualifiedName(key); len(msgs) > 0 {
+		return t, fmt.Errorf("key %q: %s", key, strings.Join(msgs, "; "))
+	}
+	if msgs := validation.IsValidLabelValue(value); len(msgs) > 0 {
+		return t, fmt.Errorf("value %q: %s", value, strings.Join(msgs, "; "))
+	}
+	return t, nil
+}
+
+// validateSpec checks feature_gates, runtime_config, audit_policy,
+// [components] and [[nodes]]: their shapes and the host paths they name.
+// Whether a feature gate is known is up to each component (checked before
+// start, see pkg/cluster), whether a port is free up to the host (Preflight).
+func (c *Config) validateSpec() []error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	for gate := range c.FeatureGates {
+		if gate == "" || strings.ContainsAny(gate, "=, ") {
+			add("--feature-gates %q: not a feature gate name", gate)
+		}
+	}
+	for key, value := range c.RuntimeConfig {
+		if key == "" || strings.ContainsAny(key, "=, ") {
+			add("--runtime-config %q: not an API group/version (e.g. api/beta, batch/v2alpha1)", key)
+		}
+		if value != "true" && value != "false" {
+			add("--runtime-config %s=%q: must be true or false", key, value)
+		}
+	}
+	if c.AuditPolicy != "" {
+		if st, err := os.Stat(c.AuditPolicy); err != nil || st.IsDir() {
+			add("--audit-policy %s: not a readable file", c.AuditPolicy)
+		}
+	}
+	for _, comp := range c.Components.list() {
+		errs = append(errs, argsProblems("components."+comp.name+".args", comp.args)...)
+	}
+	for i, patch := range c.Components.Containerd.ConfigPatches {
+		var doc map[string]any
+		if err := toml.Unmarshal([]byte(patch), &doc); err != nil {
+			add("components.containerd.config_patches[%d]: not TOML: %v", i, err)
+		}
+	}
+	return append(errs, c.validateNodeSpecs()...)
+}
+
+// componentArgs names a component's extra args.
+type componentArgs struct {
+	name string
+	args []string
+}
+
+// list returns each component's args, named by its table.
+func (cs Components) list() []componentArgs {
+	return []componentArgs{
+		{"etcd", cs.Etcd.Args}, {"kube-apiserver", cs.APIServer.Args},
+		{"kube-controller-manager", cs.ControllerManager.Args}, {"kube-scheduler", cs.Scheduler.Args},
+		{"kubelet", cs.Kubelet.Args}, {"kube-proxy", cs.KubeProxy.Args}, {"containerd", cs.Containerd.Args},
+	}
+}
+
+// argsProblems checks extra flags: each "--flag=value" or "--flag".
+func argsProblems(key string, args []string) []error {
+	var errs []error
+	for i, arg := range args {
+		name, _, _ := strings.Cut(strings.TrimPrefix(arg, "--"), "=")
+		if !strings.HasPrefix(arg, "--") || name == "" || strings.ContainsAny(name, " \t") {
+			errs = append(errs, fmt.Errorf("%s[%d] %q: must be --flag=value or --flag", key, i, arg))
+		}
+	}
+	return errs
+}
+
+// validateNodeSpecs checks [[nodes]]: at most --nodes of them, unique
+// node names that are DNS labels, labels, taints, kubelet_args, mounts of
+// existing absolute host paths, and port mappings that do not collide.
+func (c *Config) validateNodeSpecs() []error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if len(c.NodeSpecs) > c.Nodes {
+		add("--nodes %d: the config file describes %d [[nodes]]; set --nodes to at least %d, or remove nodes from the file", c.Nodes, len(c.NodeSpecs), len(c.NodeSpecs))
+	}
+	names := map[string]int{}
+	ports := map[string]string{}
+	for i, spec := range c.NodeSpecs {
+		at := fmt.Sprintf("nodes[%d]", i)
+		if spec.Name != "" {
+			for _, msg := range validation.IsDNS1123Label(c.NodeName(i)) {
+				add("%s.name %q: the node name %s: %s", at, spec.Name, c.NodeName(i), msg)
+			}
+		}
+		for key, value := range spec.Labels {
+			for _, msg := range append(validation.IsQualifiedName(key), validation.IsValidLabelValue(value)...) {
+				add("%s.labels %s=%q: %s", at, key, value, msg)
+			}
+		}
+		for j, taint := range spec.Taints {
+			if _, err := ParseTaint(taint); err != nil {
+				add("%s.taints[%d] %q: %v", at, j, taint, err)
+			}
+		}
+		errs = append(errs, argsProblems(at+".kubelet_args", spec.KubeletArgs)...)
+		for j, m := range spec.Mounts {
+			errs = append(errs, mountProblems(fmt.Sprintf("%s.mounts[%d]", at, j), m)...)
+		}
+		for j, m := range spec.Ports {
+			errs = append(errs, portProblems(fmt.Sprintf("%s.ports[%d]", at, j), m, ports)...)
+		}
+	}
+	for i := range c.Nodes {
+		name := c.NodeName(i)
+		if j, ok := names[name]; ok {
+			add("nodes[%d].name: node %d is already named %s", i, j, name)
+		}
+		names[name] = i
+	}
+	return errs
+}
+
+// mountProblems checks a mount: absolute paths, an existing host path.
+func mountProblems(at string, m Mount) []error {
+	var errs []error
+	if !filepath.IsAbs(m.HostPath) {
+		errs = append(errs, fmt.Errorf("%s.host_path %q: must be an absolute path", at, m.HostPath))
+	} else if _, err := os.Stat(m.HostPath); err != nil {
+		errs = append(errs, fmt.Errorf("%s.host_path %s: %w", at, m.HostPath, errors.Unwrap(err)))
+	}
+	if m.NodePath != "" && (!filepath.IsAbs(m.NodePath) || filepath.Clean(m.NodePath) == "/") {
+		errs = append(errs, fmt.Errorf("%s.node_path %q: must be an absolute path other than /", at, m.NodePath))
+	}
+	return errs
+}
+
+// portProblems checks a port mapping; seen maps each host address, port
+// and protocol already published to the mapping that does, and gets m's.
+func portProblems(at string, m PortMapping, seen map[string]string) []error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if m.NodePort < 1 || m.NodePort > 65535 {
+		add("%s.node_port %d: must be between 1 and 65535", at, m.NodePort)
+	}
+	if m.HostPort < 0 || m.HostPort > 65535 {
+		add("%s.host_port %d: must be between 1 and 65535 (or unset for node_port)", at, m.HostPort)
+	}
+	if addr, err := netip.ParseAddr(m.ListenAddress); m.ListenAddress != "" && (err != nil || !addr.Is4()) {
+		add("%s.listen_address %q: not an IPv4 address (e.g. 127.0.0.1, or 0.0.0.0 for every address)", at, m.ListenAddress)
+	}
+	if p := m.Proto(); p != v1.ProtocolTCP && p != v1.ProtocolUDP {
+		add("%s.protocol %q: must be TCP or UDP", at, m.Protocol)
+	}
+	if len(errs) == 0 {
+		key := fmt.Sprintf("%s/%s", m.Listen(), m.Proto())
+		if other, ok := seen[key]; ok {
+			add("%s: %s is already published by %s", at, key, other)
+		}
+		seen[key] = at
+	}
+	return errs
+}
