@@ -59,6 +59,7 @@ func TestViewRoundTrip(t *testing.T) {
 		{name: "flags", args: []string{"--nodes", "3", "--cidr", "10.30.0.0/16", "--addons", "coredns", "--root", "/tmp/kx-state"}},
 		{name: "env and file", args: []string{"--config", file}, env: []string{"KUBERNIX_NAME=envname", "KUBERNIX_NO_SHELL=true"}},
 		{name: "versioned file", args: []string{"--config", versioned}},
+		{name: "the example file's tables", args: []string{"--config", filepath.Join("..", "..", "examples", "cluster.toml"), "--feature-gates", "A=true"}},
 		{name: "explicit derived value", args: []string{"--service-cidr", "10.10.48.0/20"}},
 		{name: "cidr edited", args: []string{"--cidr", "10.30.0.0/16"},
 			edit: "cidr = '10.30.0.0/16'", with: "cidr = '10.50.0.0/16'",
