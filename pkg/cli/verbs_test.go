@@ -15,6 +15,7 @@ import (
 	"github.com/spf13/pflag"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubernix/kubernix/internal/golden"
 	"github.com/kubernix/kubernix/pkg/cli/common"
 )
 
@@ -43,22 +44,7 @@ func TestVerbFlags(t *testing.T) {
 		})
 		fmt.Fprintf(&b, "%s: %s\n", c.CommandPath(), strings.Join(names, " "))
 	})
-	golden := filepath.Join("testdata", "flags.txt")
-	if *update {
-		if err := os.MkdirAll("testdata", 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(golden, []byte(b.String()), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if b.String() != string(want) {
-		t.Errorf("the verbs' flags are\n%s\nwant (%s; -update rewrites it)\n%s", b.String(), golden, want)
-	}
+	golden.Check(t, filepath.Join("testdata", "flags.txt"), []byte(b.String()), *update)
 	selector := []string{"config", "name", "state-dir"}
 	for _, path := range []string{"down", "delete", "kubeconfig", "status", "logs", "env", "shell", "image list", "image load"} {
 		c, _, err := root.Find(strings.Fields(path))

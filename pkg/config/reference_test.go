@@ -11,6 +11,8 @@ import (
 	"testing"
 
 	"github.com/pelletier/go-toml/v2"
+
+	"github.com/kubernix/kubernix/internal/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files (docs/config.md)")
@@ -18,20 +20,9 @@ var update = flag.Bool("update", false, "rewrite the golden files (docs/config.m
 // TestReference keeps docs/config.md, the reference of every key, in
 // sync with the Config struct: -update rewrites it.
 func TestReference(t *testing.T) {
-	golden := filepath.Join("..", "..", "docs", "config.md")
+	goldenFile := filepath.Join("..", "..", "docs", "config.md")
 	got := Reference()
-	if *update {
-		if err := os.WriteFile(golden, got, 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile(golden)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !bytes.Equal(got, want) {
-		t.Fatalf("%s is out of date with the Config struct; run go test ./pkg/config -run TestReference -update and check the diff", golden)
-	}
+	golden.Check(t, goldenFile, got, *update)
 	for _, key := range append([]string{APIVersionKey, KindKey}, Keys()...) {
 		if !bytes.Contains(got, []byte("| `"+key+"` |")) {
 			t.Errorf("the reference has no row for %s", key)

@@ -3,11 +3,12 @@ package network
 import (
 	"context"
 	"flag"
-	"os"
 	"path/filepath"
 	"testing"
 
 	"sigs.k8s.io/knftables"
+
+	"github.com/kubernix/kubernix/internal/golden"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -32,19 +33,7 @@ func TestGuardGolden(t *testing.T) {
 				}
 			}
 			got := fake.Dump()
-			golden := filepath.Join("testdata", "guard-"+name+".nft")
-			if *update {
-				if err := os.WriteFile(golden, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(golden)
-			if err != nil {
-				t.Fatalf("%v (run with -update to create it)", err)
-			}
-			if got != string(want) {
-				t.Errorf("guard differs from %s (run with -update if intended):\n%s", golden, got)
-			}
+			golden.Check(t, filepath.Join("testdata", "guard-"+name+".nft"), []byte(got), *update)
 		})
 	}
 }
