@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	utilnet "k8s.io/apimachinery/pkg/util/net"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
 	"github.com/kubernix/kubernix/pkg/config"
@@ -139,14 +140,21 @@ func isTransient(err error) bool {
 // registerNode creates the Node object with its pod CIDR before the kubelet
 // starts (the kubelet adopts it), so each node's pod CIDR is the one
 // kubernix routed and rendered into its CNI config; the controller-manager's
-// allocator respects pre-set CIDRs.
+// allocator respects pre-set CIDRs. The Node gets the labels and taints of
+// its [[nodes]] entry (applyNodeSpec), also when it exists from an earlier
+// up: the kubelet's own --node-labels and registerWithTaints only apply
+// when it creates the Node itself, and it may not set labels in the
+// kubernetes.io and k8s.io namespaces (such as node-role.kubernetes.io/*),
+// which kubernix, as the cluster's admin, may.
 func (c *Cluster) registerNode(ctx context.Context, nd *node.Node) error {
+	spec := c.Plan.Cfg.NodeSpec(nd.Index)
 	n := &corev1.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: nd.Name, Labels: map[string]string{
-			"kubernetes.io/hostname": nd.Name, "kubernix.io/cluster": c.Plan.Cfg.Name,
-		}},
-		Spec: corev1.NodeSpec{PodCIDR: nd.PodCIDR.String(), PodCIDRs: []string{nd.PodCIDR.String()}},
+		ObjectMeta: metav1.ObjectMeta{Name: nd.Name},
+		Spec:       corev1.NodeSpec{PodCIDR: nd.PodCIDR.String(), PodCIDRs: []string{nd.PodCIDR.String()}},
 	}
+	applyNodeSpec(n, spec.Labels, nodeTaints(spec))
+	n.Labels["kubernetes.io/hostname"] = nd.Name
+	n.Labels["kubernix.io/cluster"] = c.Plan.Cfg.Name
 	created, err := c.client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{FieldManager: "kubernix"})
 	if err == nil {
 		// The addresses the kubelet will post (its --node-ip and
@@ -160,18 +168,32 @@ func (c *Cluster) registerNode(ctx context.Context, nd *node.Node) error {
 		}
 		return nil
 	}
-	if apierrors.IsAlreadyExists(err) {
-		existing, gerr := c.client.CoreV1().Nodes().Get(ctx, nd.Name, metav1.GetOptions{})
-		if gerr != nil {
-			return gerr
+	if !apierrors.IsAlreadyExists(err) {
+		return err
+	}
+	var existing *corev1.Node
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		var err error
+		if existing, err = c.client.CoreV1().Nodes().Get(ctx, nd.Name, metav1.GetOptions{}); err != nil {
+			return err
 		}
 		if existing.Spec.PodCIDR != "" && existing.Spec.PodCIDR != nd.PodCIDR.String() {
 			return fmt.Errorf("node %s has pod CIDR %s, want %s: delete the node or the cluster's state", nd.Name, existing.Spec.PodCIDR, nd.PodCIDR)
 		}
-		c.markNodeUnknown(ctx, existing)
-		return nil
+		if !applyNodeSpec(existing, spec.Labels, nodeTaints(spec)) {
+			return nil
+		}
+		updated, err := c.client.CoreV1().Nodes().Update(ctx, existing, metav1.UpdateOptions{FieldManager: "kubernix"})
+		if err == nil {
+			existing = updated
+		}
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("node %s: %w", nd.Name, err)
 	}
-	return err
+	c.markNodeUnknown(ctx, existing)
+	return nil
 }
 
 // deleteStaleNodes deletes the Nodes of this cluster (label
