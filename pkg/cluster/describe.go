@@ -310,6 +310,7 @@ func (p *Plan) kubeletSpec(nd *node.Node) kubelet.Spec {
 		ClusterDNS: p.Net.DNSServiceIP(), ClusterDomain: p.Cfg.ClusterDomain,
 		CgroupRoot: p.CgroupRoot(nd), CgroupV1: p.Facts.Cgroups.Mode != host.CgroupV2,
 		ResolvConf: p.ResolvConf(), Rootless: p.Rootless,
+		Labels: p.Cfg.NodeSpec(nd.Index).Labels, Taints: nodeTaints(p.Cfg.NodeSpec(nd.Index)),
 	}
 }
 

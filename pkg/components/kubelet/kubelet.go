@@ -5,10 +5,14 @@ package kubelet
 
 import (
 	"net/netip"
+	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
+	kubeletapis "k8s.io/kubelet/pkg/apis"
 
 	"github.com/kubernix/kubernix/pkg/component"
 	"github.com/kubernix/kubernix/pkg/components"
@@ -52,6 +56,13 @@ type Spec struct {
 	Rootless bool
 	// ResolvConf is the resolv.conf pods with dnsPolicy Default get (and CoreDNS forwards to).
 	ResolvConf string
+	// Labels of the node (its [[nodes]] entry): those a kubelet may set
+	// on its own Node (SelfLabels) go to --node-labels, so a Node the
+	// kubelet registers itself (after a `kubectl delete node`) has them;
+	// kubernix sets all of them when it registers the Node.
+	Labels map[string]string
+	// Taints the kubelet registers its Node with (registerWithTaints).
+	Taints []corev1.Taint
 }
 
 // HealthURL is the kubelet's /healthz endpoint.
@@ -109,6 +120,7 @@ func Config(s Spec) *kubeletv1beta1.KubeletConfiguration {
 		// for the chains being flushed: about twenty iptables runs per
 		// node and start, for nothing.
 		MakeIPTablesUtilChains: &f,
+		RegisterWithTaints:     s.Taints,
 	}
 	adaptToHost(c, s)
 	return c
@@ -177,16 +189,48 @@ func Describe(s Spec) (components.Description, error) {
 
 // Command returns the kubelet's process.
 func Command(s Spec) process.Command {
-	return process.Command{
-		Path: s.Binary,
-		Args: []string{
-			"--config=" + s.ConfigFile,
-			"--kubeconfig=" + s.Kubeconfig,
-			"--root-dir=" + s.RootDir,
-			"--hostname-override=" + s.NodeName,
-			"--node-ip=" + s.NodeIP.String(),
-		},
+	args := []string{
+		"--config=" + s.ConfigFile,
+		"--kubeconfig=" + s.Kubeconfig,
+		"--root-dir=" + s.RootDir,
+		"--hostname-override=" + s.NodeName,
+		"--node-ip=" + s.NodeIP.String(),
 	}
+	if self := SelfLabels(s.Labels); len(self) > 0 {
+		args = append(args, "--node-labels="+labels.FormatLabels(self))
+	}
+	return process.Command{Path: s.Binary, Args: args}
+}
+
+// SelfLabels returns the labels of all that a kubelet may set on its own
+// Node: those outside the kubernetes.io and k8s.io namespaces, and those
+// inside them that k8s.io/kubelet/pkg/apis.IsKubeletLabel allows (the
+// kubelet refuses to start with any other in --node-labels, and the
+// NodeRestriction admission plugin would refuse them too).
+func SelfLabels(all map[string]string) map[string]string {
+	out := map[string]string{}
+	for key, value := range all {
+		if !kubernetesLabel(key) || kubeletapis.IsKubeletLabel(key) {
+			out[key] = value
+		}
+	}
+	return out
+}
+
+// kubernetesLabel reports whether key lies in the kubernetes.io or k8s.io
+// namespace or a subdomain of them (k8s.io/kubernetes
+// cmd/kubelet/app/options: isKubernetesLabel).
+func kubernetesLabel(key string) bool {
+	prefix, _, ok := strings.Cut(key, "/")
+	if !ok {
+		return false
+	}
+	for _, ns := range []string{"kubernetes.io", "k8s.io"} {
+		if prefix == ns || strings.HasSuffix(prefix, "."+ns) {
+			return true
+		}
+	}
+	return false
 }
 
 func ptr[T any](v T) *T { return &v }
