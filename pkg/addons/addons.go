@@ -16,6 +16,11 @@ import (
 	"strings"
 	"text/template"
 
+	"github.com/go-logr/logr"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	"sigs.k8s.io/yaml"
+
 	"github.com/kubernix/kubernix/pkg/images"
 )
 
@@ -202,4 +207,35 @@ func (a Addon) Render(p Params) ([]byte, error) {
 		return nil, fmt.Errorf("addon %s: render manifest: %w", a.Name, err)
 	}
 	return buf.Bytes(), nil
+}
+
+// Tolerations returns the tolerations of the pods of a's Deployment, as
+// its manifest gives them; none for an addon without a Deployment. It
+// errors when the manifest does not render or holds no such Deployment.
+func (a Addon) Tolerations() ([]corev1.Toleration, error) {
+	if a.Deployment == "" {
+		return nil, nil
+	}
+	b, err := a.Render(Params{DNSIP: netip.IPv4Unspecified()})
+	if err != nil {
+		return nil, err
+	}
+	for _, doc := range strings.Split(string(b), "\n---\n") {
+		var d appsv1.Deployment
+		if err := yaml.Unmarshal([]byte(doc), &d); err != nil {
+			continue
+		}
+		if d.Kind == "Deployment" && d.Namespace+"/"+d.Name == a.Deployment {
+			return d.Spec.Template.Spec.Tolerations, nil
+		}
+	}
+	return nil, fmt.Errorf("addon %s: no Deployment %s in its manifest", a.Name, a.Deployment)
+}
+
+// Tolerates reports whether one of tols tolerates taint, as the
+// scheduler decides (corev1.Toleration.ToleratesTaint).
+func Tolerates(tols []corev1.Toleration, taint corev1.Taint) bool {
+	return slices.ContainsFunc(tols, func(tol corev1.Toleration) bool {
+		return tol.ToleratesTaint(logr.Discard(), &taint, true)
+	})
 }

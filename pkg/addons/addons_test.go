@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubernix/kubernix/pkg/images"
@@ -198,5 +199,38 @@ func TestServing(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTolerations checks that every addon with a Deployment tolerates the
+// taints that mark a node for critical addons or the control plane, as
+// kubeadm's and k3s's addons do, and that its tolerations come from its
+// manifest.
+func TestTolerations(t *testing.T) {
+	taints := []corev1.Taint{
+		{Key: "CriticalAddonsOnly", Value: "true", Effect: corev1.TaintEffectNoExecute},
+		{Key: "node-role.kubernetes.io/control-plane", Effect: corev1.TaintEffectNoSchedule},
+	}
+	for _, a := range Table {
+		t.Run(a.Name, func(t *testing.T) {
+			tols, err := a.Tolerations()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if a.Deployment == "" {
+				if len(tols) != 0 {
+					t.Errorf("tolerations %v without a Deployment", tols)
+				}
+				return
+			}
+			for _, taint := range taints {
+				if !Tolerates(tols, taint) {
+					t.Errorf("tolerations %v do not tolerate %v", tols, taint)
+				}
+			}
+		})
+	}
+	if _, err := (Addon{Name: "x", Manifest: "coredns.yaml.tmpl", Images: []string{"coredns"}, Deployment: "kube-system/nope"}).Tolerations(); err == nil {
+		t.Error("no error for a Deployment the manifest lacks")
 	}
 }

@@ -28,7 +28,8 @@ import (
 // nothing above them), removes the cluster's network (links, routes, its own
 // chains and guard table), kube-proxy's nftables tables in the host's
 // namespace only if this cluster's node held them (process executor), the
-// nodes' cgroups and the kubeconfig context, and restores the host's
+// nodes' cgroups, the mount points made on the host for their mounts
+// (node.RemoveMountPoints) and the kubeconfig context, and restores the host's
 // sysctls when it is the host's last cluster. The state dir itself (PKI,
 // etcd data) is kept. Idempotent; errors are joined and everything is
 // attempted.
@@ -73,6 +74,8 @@ func Cleanup(ctx context.Context, plan *Plan, log *slog.Logger) error {
 	}
 	for _, nd := range plan.Nodes {
 		add(host.RemoveCgroup(plan.CgroupRoot(nd)))
+		// The mounts on them went with the node's sandbox.
+		add(node.RemoveMountPoints(plan.MountPointsRecord(nd)))
 	}
 	if !plan.Rootless {
 		// The parent of a rootless cluster's cgroups is the user's
@@ -166,7 +169,8 @@ func (p *Plan) nodeByName(name string) *node.Node {
 // processes, orphaned shims and containers, mounts at or below the
 // components' directories, network links, routes, chains and guard table, the host
 // namespaces claim and kube-proxy's tables there (process executor), and
-// the nodes' cgroups. Empty after a clean down.
+// the nodes' cgroups and the mount points made for their mounts. Empty
+// after a clean down.
 func Leftovers(plan *Plan) ([]string, error) {
 	ds, err := Describe(plan)
 	if err != nil {
@@ -194,6 +198,9 @@ func Leftovers(plan *Plan) ([]string, error) {
 		cgs, _ := host.CgroupExists(plan.CgroupRoot(nd))
 		for _, cg := range cgs {
 			out = append(out, "cgroup "+cg)
+		}
+		for _, p := range node.MountPointsLeft(plan.MountPointsRecord(nd)) {
+			out = append(out, fmt.Sprintf("mount point %s of node %s", p, nd.Name))
 		}
 	}
 	if plan.outside() {

@@ -2,9 +2,11 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"reflect"
+	"strings"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +14,7 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/node"
 )
 
 // TestApplyNodeSpec checks that the labels and taints of a node's
@@ -131,5 +134,29 @@ func TestRegisterNodeSpec(t *testing.T) {
 		if !reflect.DeepEqual(got.Spec.Taints, want) {
 			t.Errorf("existing %v: taints %v, want %v", existing != nil, got.Spec.Taints, want)
 		}
+	}
+}
+
+// TestRootlessMounts: a rootless plan refuses mounts, naming each, with
+// exit 2; a root plan takes them into the node's sandbox.
+func TestRootlessMounts(t *testing.T) {
+	plan := testPlan(t, 2)
+	cfg := plan.Cfg
+	cfg.NodeSpecs = []config.NodeSpec{{}, {Mounts: []config.Mount{{HostPath: "/srv/data", NodePath: "/data", ReadOnly: true}}}}
+	_, err := NewRootlessPlan(cfg, plan.Facts, "/IMAGES")
+	if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "nodes[1].mounts[0] /srv/data: mounts are not supported in a rootless cluster") {
+		t.Errorf("rootless plan: error %v", err)
+	}
+	root, err := newPlan(cfg, plan.Facts, "/IMAGES", false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := root.Nodes[1].Exec.(*node.Container)
+	want := []node.Bind{{Source: "/srv/data", Target: "/data", ReadOnly: true}}
+	if !ok || !reflect.DeepEqual(c.Binds, want) || c.MountPointsRecord != root.MountPointsRecord(root.Nodes[1]) {
+		t.Errorf("node 1's sandbox %+v, want binds %v", root.Nodes[1].Exec, want)
+	}
+	if argv := strings.Join(c.HolderArgv(), " "); !strings.Contains(argv, `--bind {"source":"/srv/data","target":"/data","readOnly":true}`) {
+		t.Errorf("holder argv %s", argv)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"net/netip"
 	"os"
 	"path"
+	"path/filepath"
 
 	"github.com/kubernix/kubernix/pkg/addons"
 	"github.com/kubernix/kubernix/pkg/config"
@@ -55,6 +56,11 @@ func NewRootlessPlan(cfg config.Config, facts doctor.Facts, imagesDir string) (*
 }
 
 func newPlan(cfg config.Config, facts doctor.Facts, imagesDir string, rootless bool) (*Plan, error) {
+	if rootless {
+		if err := CheckRootless(cfg); err != nil {
+			return nil, err
+		}
+	}
 	n, err := cfg.Network()
 	if err != nil {
 		return nil, err
@@ -75,7 +81,7 @@ func newPlan(cfg config.Config, facts doctor.Facts, imagesDir string, rootless b
 		if nd.PodCIDR, err = n.PodCIDR(i); err != nil {
 			return nil, err
 		}
-		nd.Exec = node.New(p.Executor, p.sandbox(nd.Name))
+		nd.Exec = node.New(p.Executor, p.sandbox(nd))
 		nd.IP = n.BridgeIP()
 		if !nd.Exec.HostNetwork() {
 			if nd.IP, err = n.NodeIP(i); err != nil {
@@ -87,11 +93,31 @@ func newPlan(cfg config.Config, facts doctor.Facts, imagesDir string, rootless b
 	return p, nil
 }
 
-// sandbox configures the sandbox of the node named, for the container
-// executor (node.Container).
-func (p *Plan) sandbox(name string) *node.Container {
+// CheckRootless refuses what a rootless cluster cannot do: mounts
+// (nodes[].mounts), whose mount points would have to be made as the user
+// inside rootlesskit's copied-up /etc, /run and /var/lib. The error wraps
+// config.ErrInvalid (exit 2).
+func CheckRootless(cfg config.Config) error {
+	var errs []error
+	for i, spec := range cfg.NodeSpecs {
+		for j, m := range spec.Mounts {
+			errs = append(errs, fmt.Errorf("nodes[%d].mounts[%d] %s: mounts are not supported in a rootless cluster (kubernix run as an ordinary user): their mount points would have to be made as that user, inside rootlesskit's copied-up directories; run kubernix up as root, or remove the mount", i, j, m.HostPath))
+		}
+	}
+	return config.Invalid(" in rootless mode", errs)
+}
+
+// sandbox configures the sandbox of nd, for the container executor
+// (node.Container).
+func (p *Plan) sandbox(nd *node.Node) *node.Container {
 	self, _ := os.Executable()
+	name := nd.Name
+	var binds []node.Bind
+	for _, m := range p.Cfg.NodeSpec(nd.Index).Mounts {
+		binds = append(binds, node.Bind{Source: m.HostPath, Target: m.Target(), ReadOnly: m.ReadOnly})
+	}
 	return &node.Container{
+		Binds: binds, MountPointsRecord: p.MountPointsRecord(nd),
 		RunDir:  p.Paths.Run(name, node.SandboxName),
 		Unshare: p.Bin("unshare"), Nsenter: p.Bin("nsenter"), Self: self, Hostname: name,
 		SharedDirs: []string{p.Paths.Node(name).KubeletRoot()},
@@ -100,6 +126,12 @@ func (p *Plan) sandbox(name string) *node.Container {
 		PrivateDirs: []string{"/var/lib/kubelet"},
 		Pause:       p.Bin("pause"),
 	}
+}
+
+// MountPointsRecord is the file recording the mount points made on the
+// host for nd's mounts (node.MakeMountPoints), in its node directory.
+func (p *Plan) MountPointsRecord(nd *node.Node) string {
+	return filepath.Join(p.Paths.Node(nd.Name).Dir, "mount-points.json")
 }
 
 // Bin returns the path of a required binary found by the doctor.

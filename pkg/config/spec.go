@@ -11,6 +11,8 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/kubernix/kubernix/pkg/addons"
 )
 
 // Components holds the extra settings of each component, the file's
@@ -239,6 +241,9 @@ func (c *Config) validateNodeSpecs() []error {
 		errs = append(errs, argsProblems(at+".kubelet_args", spec.KubeletArgs)...)
 		for j, m := range spec.Mounts {
 			errs = append(errs, mountProblems(fmt.Sprintf("%s.mounts[%d]", at, j), m)...)
+			if c.Executor == ExecutorProcess && (m.ReadOnly || filepath.Clean(m.Target()) != filepath.Clean(m.HostPath)) {
+				add("%s.mounts[%d]: --executor process runs the node in the host's mount namespace, where this mount would change the host itself; use --executor container, or a mount whose node_path is its host_path and that is not read_only (the node then sees the host path as it is)", at, j)
+			}
 		}
 		for j, m := range spec.Ports {
 			errs = append(errs, portProblems(fmt.Sprintf("%s.ports[%d]", at, j), m, ports)...)
@@ -249,9 +254,61 @@ func (c *Config) validateNodeSpecs() []error {
 		if j, ok := names[name]; ok {
 			add("nodes[%d].name: node %d is already named %s", i, j, name)
 		}
+		if name == ControlPlaneScope {
+			add("nodes[%d].name %q: the node name %s is the control plane's (its logs and run dirs): choose another", i, c.NodeSpec(i).Name, name)
+		}
 		names[name] = i
 	}
+	return append(errs, c.addonTaintProblems()...)
+}
+
+// addonTaintProblems refuses taints that leave an enabled addon's pods
+// no node: every node has a NoSchedule or NoExecute taint they do not
+// tolerate. They would stay Pending and up would wait for them. The
+// addons tolerate what kubeadm's do (CriticalAddonsOnly, and
+// node-role.kubernetes.io/control-plane:NoSchedule); a taint any other
+// workload must tolerate is the user's business as long as one node is
+// free of it.
+func (c *Config) addonTaintProblems() []error {
+	var errs []error
+	for _, name := range c.Addons {
+		a, ok := addons.Lookup(name)
+		if !ok {
+			continue // Validate names it
+		}
+		tols, err := a.Tolerations()
+		if err != nil || a.Deployment == "" {
+			continue
+		}
+		var blocking []string
+		for i := range c.Nodes {
+			taint, ok := untolerated(c.NodeSpec(i), tols)
+			if !ok {
+				blocking = nil
+				break
+			}
+			blocking = append(blocking, fmt.Sprintf("nodes[%d] %s", i, taint))
+		}
+		if len(blocking) > 0 {
+			errs = append(errs, fmt.Errorf("nodes[].taints: the %s addon's pods tolerate none of %s, so they could run on no node and up would wait for them; leave a node without such a taint, taint it CriticalAddonsOnly=true:NoSchedule (which the addons tolerate) instead, or leave %s out of --addons",
+				name, strings.Join(blocking, ", "), name))
+		}
+	}
 	return errs
+}
+
+// untolerated returns the first taint of spec that keeps pods with tols
+// off the node (NoSchedule or NoExecute, not tolerated); ok is false when
+// there is none.
+func untolerated(spec NodeSpec, tols []v1.Toleration) (taint string, ok bool) {
+	for _, s := range spec.Taints {
+		t, err := ParseTaint(s)
+		if err != nil || t.Effect == v1.TaintEffectPreferNoSchedule || addons.Tolerates(tols, t) {
+			continue
+		}
+		return s, true
+	}
+	return "", false
 }
 
 // mountProblems checks a mount: absolute paths, an existing host path.

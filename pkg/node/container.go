@@ -59,6 +59,14 @@ type Container struct {
 	// up, to hold it with less memory than kubernix: one that blocks until
 	// SIGTERM and then exits 0, such as our pause (images/pause).
 	Pause string
+	// Binds are host paths mounted into the sandbox (the node's
+	// [[nodes]] mounts). Their mount points missing on the host are made
+	// before each start (MakeMountPoints) and recorded in
+	// MountPointsRecord, which cleanup reads (RemoveMountPoints).
+	Binds []Bind
+	// MountPointsRecord is the file that records the mount points made
+	// on the host for Binds.
+	MountPointsRecord string
 
 	mu  sync.Mutex
 	pid int
@@ -97,7 +105,7 @@ func (c *Container) SandboxHooks(attach func(pid int) error, detach func() error
 			if err != nil && !errors.Is(err, os.ErrNotExist) {
 				return err
 			}
-			return nil
+			return MakeMountPoints(c.Binds, c.PrivateDirs, c.MountPointsRecord)
 		},
 		Ready: func(context.Context) error {
 			pid, ok := process.Running(c.RunDir)
@@ -127,6 +135,9 @@ func (c *Container) HolderArgv() []string {
 	}
 	for _, d := range c.PrivateDirs {
 		argv = append(argv, "--private", d)
+	}
+	for _, b := range c.Binds {
+		argv = append(argv, "--bind", b.String())
 	}
 	if c.Pause != "" {
 		argv = append(argv, "--exec", c.Pause)
@@ -193,11 +204,11 @@ func (c *Container) wrapper(pid string) []string {
 // SandboxInit is the body of `kubernix sandbox-init`, run by unshare inside
 // fresh network, mount and UTS namespaces: it sets the hostname, mounts a
 // private tmpfs on /run and on each private dir, makes each shared dir an
-// rshared bind mount, writes readyFile, and then execs pause or, without
+// rshared bind mount, mounts each bind (bindMounts), writes readyFile, and then execs pause or, without
 // one, blocks until ctx ends (SIGTERM). The network inside (lo, eth0) is set
 // up from the host by the network package. A shared dir under a private
 // one is an error: the tmpfs would hide it.
-func SandboxInit(ctx context.Context, hostname string, shared, private []string, readyFile, pause string) error {
+func SandboxInit(ctx context.Context, hostname string, shared, private []string, binds []Bind, readyFile, pause string) error {
 	for _, p := range private {
 		for _, d := range shared {
 			if rel, err := filepath.Rel(p, d); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
@@ -237,6 +248,9 @@ func SandboxInit(ctx context.Context, hostname string, shared, private []string,
 		if err := unix.Mount("", d, "", unix.MS_SHARED|unix.MS_REC, ""); err != nil {
 			return fmt.Errorf("make %s rshared: %w", d, err)
 		}
+	}
+	if err := bindMounts(binds); err != nil {
+		return err
 	}
 	if err := os.WriteFile(readyFile, []byte("ready\n"), 0o644); err != nil {
 		return err

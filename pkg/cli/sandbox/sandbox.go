@@ -13,20 +13,29 @@ import (
 // namespaces; see node.SandboxInit.
 func NewCommand(env *common.Env) *cobra.Command {
 	var hostname, ready, pause string
-	var shared, private []string
+	var shared, private, bindArgs []string
 	cmd := &cobra.Command{
 		Use:    "sandbox-init",
 		Short:  "internal: hold a node sandbox's namespaces",
 		Hidden: true,
 		Args:   cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return node.SandboxInit(cmd.Context(), hostname, shared, private, ready, pause)
+			var binds []node.Bind
+			for _, arg := range bindArgs {
+				b, err := node.ParseBind(arg)
+				if err != nil {
+					return err
+				}
+				binds = append(binds, b)
+			}
+			return node.SandboxInit(cmd.Context(), hostname, shared, private, binds, ready, pause)
 		},
 	}
 	cmd.Flags().StringVar(&hostname, "hostname", "", "hostname of the sandbox")
 	cmd.Flags().StringVar(&ready, "ready-file", "", "file written once the sandbox is set up")
 	cmd.Flags().StringArrayVar(&shared, "shared", nil, "directory to make an rshared bind mount")
 	cmd.Flags().StringArrayVar(&private, "private", nil, "directory to cover with an empty tmpfs of the sandbox's own")
+	cmd.Flags().StringArrayVar(&bindArgs, "bind", nil, `host path to mount in the sandbox, as JSON: {"source":..., "target":..., "readOnly":true}`)
 	cmd.Flags().StringVar(&pause, "exec", "", "program to exec once the sandbox is set up, to hold it")
 	_ = env
 	return cmd

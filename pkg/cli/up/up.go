@@ -132,6 +132,9 @@ func runUp(ctx context.Context, env *common.Env, f *flags, notify *notifier) err
 	}
 	switch doctor.DetectMode() {
 	case doctor.ModeRootless:
+		if err := cluster.CheckRootless(cfg); err != nil {
+			return err
+		}
 		lock, err := lockState()
 		if err != nil {
 			return err
