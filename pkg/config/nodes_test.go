@@ -76,3 +76,18 @@ func TestValidateNodeUse(t *testing.T) {
 		})
 	}
 }
+
+// TestSocketPathNodeName: a node name suffix that makes a socket path too
+// long is named beside --name and --state-dir.
+func TestSocketPathNodeName(t *testing.T) {
+	c := Default()
+	c.StateDir = filepath.Join(t.TempDir(), "state")
+	c.Resolve()
+	c.Nodes = 2
+	long := strings.Repeat("n", 50)
+	c.NodeSpecs = []NodeSpec{{}, {Name: long}}
+	err := c.Validate()
+	if err == nil || !strings.Contains(err.Error(), `or a shorter nodes[1].name than "`+long+`"`) {
+		t.Errorf("Validate() = %v, want it to name nodes[1].name", err)
+	}
+}

@@ -50,14 +50,14 @@ type NodeSpec struct {
 	// empty means node-<index>.
 	Name string `toml:"name,omitempty" usage:"the node name's suffix: the node is named <cluster name>-<name> (default node-<index>)"`
 	// Labels are set on the Node object, key to value.
-	Labels map[string]string `toml:"labels,omitempty" usage:"labels of the Node, e.g. { tier = \"gpu\" }"`
+	Labels map[string]string `toml:"labels,omitempty" usage:"labels of the Node, e.g. { tier = \"gpu\" }; node-role.kubernetes.io/<role> ones too (kubernix sets them, not the kubelet)"`
 	// Taints of the Node as kubectl taint writes them: key[=value]:effect.
-	Taints []string `toml:"taints,omitempty" usage:"taints of the Node, each key[=value]:effect (NoSchedule, PreferNoSchedule or NoExecute)"`
+	Taints []string `toml:"taints,omitempty" usage:"taints of the Node, each key[=value]:effect (NoSchedule, PreferNoSchedule or NoExecute); the addons tolerate CriticalAddonsOnly and node-role.kubernetes.io/control-plane:NoSchedule and need a node they tolerate"`
 	// KubeletArgs are extra kubelet flags of this node, after
 	// [components.kubelet] args, in the same form.
 	KubeletArgs []string `toml:"kubelet_args,omitempty" usage:"extra kubelet flags of this node, as [components.kubelet] args (and after them)"`
 	// Mounts are host directories or files bind-mounted into the node.
-	Mounts []Mount `toml:"mounts,omitempty" usage:"host paths mounted into the node: nodes[].mounts below"`
+	Mounts []Mount `toml:"mounts,omitempty" usage:"host paths mounted into the node's sandbox: nodes[].mounts below (not rootless; with --executor process only a node_path that is the host_path, not read_only)"`
 	// Ports publish ports of the node on the host.
 	Ports []PortMapping `toml:"ports,omitempty" usage:"node ports published on the host: nodes[].ports below"`
 }
@@ -68,9 +68,9 @@ type Mount struct {
 	// HostPath is an existing file or directory of the host, absolute.
 	HostPath string `toml:"host_path" usage:"existing host file or directory, absolute"`
 	// NodePath is where the node sees it, absolute; empty means HostPath.
-	NodePath string `toml:"node_path,omitempty" usage:"where the node (and a pod's hostPath volume) sees it (default: host_path)"`
+	NodePath string `toml:"node_path,omitempty" usage:"where the node (and a pod's hostPath volume) sees it (default: host_path); made on the host if missing, and removed at down"`
 	// ReadOnly mounts it read-only in the node.
-	ReadOnly bool `toml:"read_only,omitempty" usage:"mount it read-only"`
+	ReadOnly bool `toml:"read_only,omitempty" usage:"mount it read-only, with every mount below it, also for a pod that mounts it read-write"`
 }
 
 // PortMapping publishes a port of a node (a NodePort, or a pod's hostPort

@@ -194,16 +194,20 @@ func (c *Config) validatePaths() []error {
 		}
 	}
 	if validation.IsDNS1123Label(c.Name) == nil {
-		longest := ""
+		longest, node := "", 0
 		for i := range min(max(c.Nodes, 1), MaxNodes) {
 			for _, sock := range c.Paths().Node(c.NodeName(i)).Sockets() {
 				if len(sock) > len(longest) {
-					longest = sock
+					longest, node = sock, i
 				}
 			}
 		}
 		if len(longest) > MaxSocketPath {
-			errs = append(errs, socketPathProblem(longest, c.StateDir, c.Name, c.StateDir == resolveExisting(defaultStateDir(c.Name))))
+			err := socketPathProblem(longest, c.StateDir, c.Name, c.StateDir == resolveExisting(defaultStateDir(c.Name)))
+			if suffix := c.NodeSpec(node).Name; suffix != "" {
+				err = fmt.Errorf("%w; or a shorter nodes[%d].name than %q", err, node, suffix)
+			}
+			errs = append(errs, err)
 		}
 	}
 	return errs
