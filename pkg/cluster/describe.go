@@ -59,12 +59,31 @@ func Describe(plan *Plan) ([]components.Description, error) {
 		out = append(out, ds...)
 	}
 	for i := range out {
+		if out[i].Kind == components.KindProcess {
+			out[i].Command.Args = components.MergeArgs(out[i].Command.Args, plan.extraArgs(out[i]))
+		}
 		out[i].Locate(plan.Paths)
 		if out[i].Kind == components.KindProcess && len(out[i].Command.Env) == 0 {
 			out[i].Command.Env = []string{"PATH=" + plan.searchPath()}
 		}
 	}
 	return out, nil
+}
+
+// extraArgs are the user's flags of d's process: its [components.<name>]
+// args, then for a kubelet its node's kubelet_args (config.NodeSpec),
+// which replace the [components.kubelet] args of the same flags.
+func (p *Plan) extraArgs(d components.Description) []string {
+	args := p.Cfg.Components.Args(d.Name)
+	if d.Name != kubelet.Name {
+		return args
+	}
+	for _, nd := range p.Nodes {
+		if nd.Name == d.Scope {
+			return components.MergeArgs(args, p.Cfg.NodeSpec(nd.Index).KubeletArgs)
+		}
+	}
+	return args
 }
 
 // searchPath is the PATH of the components: the directories of our
@@ -89,6 +108,7 @@ func describeControlPlane(p *Plan) ([]components.Description, error) {
 		Binary: p.Bin("kube-apiserver"), IP: p.APIServerIP, Port: p.Cfg.APIServerPort,
 		EtcdURL: etcdSpec.ClientURL(), ServiceCIDR: p.Net.Service, ClusterDomain: p.Cfg.ClusterDomain,
 		PKI: b, AuditPolicyFile: p.Paths.AuditPolicy(), AuditLogFile: p.Paths.Log(scope, "audit"),
+		Policy: p.AuditPolicy, FeatureGates: p.Cfg.FeatureGates, RuntimeConfig: p.Cfg.RuntimeConfig,
 	})
 	if err != nil {
 		return nil, err
@@ -102,11 +122,12 @@ func describeControlPlane(p *Plan) ([]components.Description, error) {
 		controllermanager.Describe(controllermanager.Spec{
 			Binary: p.Bin("kube-controller-manager"), Kubeconfig: p.Paths.Kubeconfig(controllermanager.Name),
 			IP: p.APIServerIP, ClusterCIDR: p.Net.Cluster, NodeMaskSize: p.Net.NodeMaskSize,
-			ServiceCIDR: p.Net.Service, PKI: b,
+			ServiceCIDR: p.Net.Service, PKI: b, FeatureGates: p.Cfg.FeatureGates,
 		}),
 		scheduler.Describe(scheduler.Spec{
 			Binary: p.Bin("kube-scheduler"), Kubeconfig: p.Paths.Kubeconfig(scheduler.Name),
 			IP: p.APIServerIP, CAFile: b.CA.Cert, RequestHeaderCAFile: b.FrontProxyCA.Cert, Serving: b.SchedulerServing,
+			FeatureGates: p.Cfg.FeatureGates,
 		}),
 		task(controllerAccountsTask, "create the controllers' service accounts in kube-system in advance"),
 		task(clusterAdminsTask, "apply the ClusterRoleBindings "+ClusterAdminsBinding+", "+KubeletAPIAdminBinding+" and "+CloudControllerBinding),
@@ -291,6 +312,7 @@ func (p *Plan) ContainerdConfig(nd *node.Node) containerd.Config {
 		CNIConfDir:          np.CNIConf(),
 		OptPath:             filepath.Join(np.Dir, "containerd", "opt"),
 		RegistryConfigPath:  p.Paths.Registries(),
+		Patches:             p.Cfg.Components.Containerd.ConfigPatches,
 	}
 }
 
@@ -309,7 +331,7 @@ func (p *Plan) kubeletSpec(nd *node.Node) kubelet.Spec {
 		CAFile: b.CA.Cert, TLSCert: kp.Serving.Cert, TLSKey: kp.Serving.Key,
 		ClusterDNS: p.Net.DNSServiceIP(), ClusterDomain: p.Cfg.ClusterDomain,
 		CgroupRoot: p.CgroupRoot(nd), CgroupV1: p.Facts.Cgroups.Mode != host.CgroupV2,
-		ResolvConf: p.ResolvConf(), Rootless: p.Rootless,
+		ResolvConf: p.ResolvConf(), Rootless: p.Rootless, FeatureGates: p.Cfg.FeatureGates,
 		Labels: p.Cfg.NodeSpec(nd.Index).Labels, Taints: nodeTaints(p.Cfg.NodeSpec(nd.Index)),
 	}
 }
@@ -321,6 +343,7 @@ func (p *Plan) kubeProxySpec(nd *node.Node) kubeproxy.Spec {
 		Kubeconfig: p.Paths.Kubeconfig(kubeproxy.Name), ConfigFile: np.KubeProxyConfig(),
 		ClusterCIDR: p.Net.Cluster, CanLowerOOMScore: p.Facts.HasSysResource,
 		SetConntrack: false, ToolDir: np.KubeProxyPath(), NFT: p.Bin("nft"),
+		FeatureGates: p.Cfg.FeatureGates,
 	}
 }
 

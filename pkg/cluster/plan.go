@@ -38,6 +38,11 @@ type Plan struct {
 	// Rootless: the cluster runs in rootlesskit's user namespace (a
 	// RootlessState is recorded in the state dir).
 	Rootless bool
+	// AuditPolicy is the user's audit policy (Cfg.AuditPolicy) as
+	// CheckComponents read it, which the apiserver runs with: a copy
+	// written to the state dir, so that editing the file changes the
+	// cluster at its next up only. Nil means kubernix's policy.
+	AuditPolicy []byte
 }
 
 // NewPlan derives the plan. cfg must be resolved and valid; facts come from

@@ -198,6 +198,18 @@ func (cs Components) list() []componentArgs {
 	}
 }
 
+// Args returns the extra args of the component named name (a
+// [components.<name>] table name, e.g. "kube-apiserver"); none for a name
+// without a table.
+func (cs Components) Args(name string) []string {
+	for _, c := range cs.list() {
+		if c.name == name {
+			return c.args
+		}
+	}
+	return nil
+}
+
 // argsProblems checks extra flags: each "--flag=value" or "--flag".
 func argsProblems(key string, args []string) []error {
 	var errs []error

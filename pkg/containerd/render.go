@@ -76,6 +76,9 @@ type Config struct {
 	// long; "" leaves containerd's default, /run/containerd/s as root,
 	// which only a per-node mount namespace makes private to the node.
 	ShimSocketDir string
+	// Patches are TOML documents merged, in order, into the rendered
+	// config (Patch): the user's components.containerd.config_patches.
+	Patches []string
 }
 
 // maxSocketPath is the longest path a unix socket can be bound to.
@@ -172,7 +175,9 @@ func (p *problems) socket(field, path string) {
 
 // Render returns containerd's config.toml for c, from the template
 // assets.ContainerdConfigTemplate. It returns every problem with c at once,
-// joined, when c is invalid, and template errors as errors.
+// joined, when c is invalid, and template errors as errors. With
+// c.Patches, the rendered config is Patch'ed; an error then names the
+// patch that is not TOML.
 func Render(c Config) ([]byte, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
@@ -190,6 +195,9 @@ func Render(c Config) ([]byte, error) {
 	var buf bytes.Buffer
 	if err := tmpl.Execute(&buf, c); err != nil {
 		return nil, fmt.Errorf("render containerd config: %w", err)
+	}
+	if len(c.Patches) > 0 {
+		return Patch(buf.Bytes(), c.Patches)
 	}
 	return buf.Bytes(), nil
 }

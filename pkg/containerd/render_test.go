@@ -56,6 +56,15 @@ func TestRender(t *testing.T) {
 			c.Snapshotter = SnapshotterNative
 			return c
 		}},
+		{"patched", func() Config {
+			c := nodeConfig("node-0")
+			c.Patches = []string{
+				"[plugins.'io.containerd.cri.v1.runtime']\nmax_container_log_line_size = 32768\n",
+				"[plugins.'io.containerd.cri.v1.runtime']\nmax_container_log_line_size = 65536\n" +
+					"[plugins.'io.containerd.cri.v1.images'.pinned_images]\nextra = 'example.com/x:1'\n",
+			}
+			return c
+		}},
 		{"unrestricted", func() Config {
 			c := nodeConfig("node-0")
 			c.RestrictOOMScoreAdj = false

@@ -100,11 +100,15 @@ func Plan(ctx context.Context, cfg config.Config, check bool) (*cluster.Plan, do
 }
 
 // CheckedPlan is Plan with the doctor's checks, for up: a failed check's
-// report is printed to the error stream, and the error returned.
+// report is printed to the error stream, and the error returned. Then the
+// components check the config themselves (cluster.CheckComponents).
 func (e *Env) CheckedPlan(ctx context.Context, cfg config.Config) (*cluster.Plan, error) {
 	plan, report, err := Plan(ctx, cfg, true)
 	if err != nil && report != nil {
 		report.Failures().Print(e.Streams.Err)
+	}
+	if err == nil {
+		err = cluster.CheckComponents(ctx, plan)
 	}
 	return plan, err
 }

@@ -52,6 +52,7 @@ func dryRun(ctx context.Context, env *common.Env, cfg config.Config) error {
 	if err != nil {
 		return err
 	}
+	compErr := cluster.CheckComponents(ctx, plan)
 	if err := cluster.WritePlan(env.Streams.Out, plan); err != nil {
 		return err
 	}
@@ -59,7 +60,7 @@ func dryRun(ctx context.Context, env *common.Env, cfg config.Config) error {
 		report.Failures().Print(env.Streams.Err)
 		return fmt.Errorf("up would refuse: the host is not ready (`kubernix doctor` shows how to fix it)")
 	}
-	for _, err := range []error{portErr, regErr, imagesErr, cluster.CheckAddonImages(plan), cluster.Preflight(cfg)} {
+	for _, err := range []error{compErr, portErr, regErr, imagesErr, cluster.CheckAddonImages(plan), cluster.Preflight(cfg)} {
 		if err != nil {
 			return fmt.Errorf("up would refuse: %w", err)
 		}

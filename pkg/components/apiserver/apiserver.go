@@ -13,6 +13,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
+	auditpolicy "k8s.io/apiserver/pkg/audit/policy"
 
 	"github.com/kubernix/kubernix/pkg/component"
 	"github.com/kubernix/kubernix/pkg/components"
@@ -61,6 +62,16 @@ type Spec struct {
 	// writes audit events, one JSON object a line, rotated (see
 	// AuditLogMaxSizeMB).
 	AuditPolicyFile, AuditLogFile string
+	// Policy, if set, is the audit policy (YAML or JSON of an
+	// audit.k8s.io/v1 Policy) written to AuditPolicyFile instead of
+	// kubernix's (AuditPolicy); CheckAuditPolicy must accept it.
+	Policy []byte
+	// FeatureGates are set with --feature-gates, gate name to on or off
+	// (config.Config.FeatureGates); none when empty.
+	FeatureGates map[string]bool
+	// RuntimeConfig is --runtime-config: API group/versions (or api/all,
+	// api/beta...) to "true" or "false"; none when empty.
+	RuntimeConfig map[string]string
 }
 
 // URL is the apiserver's https endpoint.
@@ -74,9 +85,12 @@ func (s Spec) URL() string {
 // system:masters passes. It errors only if the audit policy does not
 // render.
 func Describe(s Spec) ([]components.Description, error) {
-	policy, err := AuditPolicy()
-	if err != nil {
-		return nil, fmt.Errorf("render audit policy: %w", err)
+	policy := s.Policy
+	if policy == nil {
+		var err error
+		if policy, err = AuditPolicy(); err != nil {
+			return nil, fmt.Errorf("render audit policy: %w", err)
+		}
 	}
 	probe := func(path string) components.Probe {
 		return components.Probe{HTTPGet: s.URL() + path, CAFile: s.PKI.CA.Cert, Client: s.PKI.SuperAdmin}
@@ -90,6 +104,16 @@ func Describe(s Spec) ([]components.Description, error) {
 		Name: ReadyName, Scope: config.ControlPlaneScope, Kind: components.KindGate, Phase: component.ControlPlane,
 		Needs: []string{Name}, Probe: probe("/readyz"),
 	}}, nil
+}
+
+// CheckAuditPolicy returns an error saying why the apiserver would refuse
+// policy (YAML or JSON) as its --audit-policy-file: it is decoded and
+// validated by the apiserver's own loader (k8s.io/apiserver
+// pkg/audit/policy), which takes an audit.k8s.io/v1 Policy with at least
+// one rule.
+func CheckAuditPolicy(policy []byte) error {
+	_, err := auditpolicy.LoadPolicyFromBytes(policy)
+	return err
 }
 
 // Command returns kube-apiserver's process.
@@ -137,6 +161,8 @@ func Command(s Spec) process.Command {
 		"--audit-log-maxsize=" + strconv.Itoa(AuditLogMaxSizeMB),
 		"--audit-log-maxbackup=" + strconv.Itoa(AuditLogMaxBackups),
 	}
+	args = append(args, components.FeatureGatesArgs(s.FeatureGates)...)
+	args = append(args, components.MapArgs("runtime-config", s.RuntimeConfig)...)
 	return process.Command{Path: s.Binary, Args: args}
 }
 

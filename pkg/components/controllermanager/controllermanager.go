@@ -30,6 +30,9 @@ type Spec struct {
 	NodeMaskSize int
 	ServiceCIDR  netip.Prefix
 	PKI          *pki.Bundle
+	// FeatureGates are set with --feature-gates, gate name to on or off
+	// (config.Config.FeatureGates); none when empty.
+	FeatureGates map[string]bool
 }
 
 // HealthURL is the /healthz endpoint.
@@ -54,7 +57,7 @@ func Describe(s Spec) components.Description {
 func Command(s Spec) process.Command {
 	return process.Command{
 		Path: s.Binary,
-		Args: append(components.ControllerArgs(s.Kubeconfig, s.IP, SecurePort, s.PKI.ControllerManagerServing,
+		Args: append(append(components.ControllerArgs(s.Kubeconfig, s.IP, SecurePort, s.PKI.ControllerManagerServing,
 			s.PKI.CA.Cert, s.PKI.FrontProxyCA.Cert),
 			"--allocate-node-cidrs=true",
 			"--cluster-cidr="+s.ClusterCIDR.String(),
@@ -75,6 +78,6 @@ func Command(s Spec) process.Command {
 			"--configure-cloud-routes=false",
 			"--leader-elect=false",
 			"--profiling=false",
-		),
+		), components.FeatureGatesArgs(s.FeatureGates)...),
 	}
 }

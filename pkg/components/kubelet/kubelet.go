@@ -4,6 +4,7 @@
 package kubelet
 
 import (
+	"maps"
 	"net/netip"
 	"strings"
 	"time"
@@ -63,6 +64,10 @@ type Spec struct {
 	Labels map[string]string
 	// Taints the kubelet registers its Node with (registerWithTaints).
 	Taints []corev1.Taint
+	// FeatureGates are the config's featureGates, gate name to on or off
+	// (config.Config.FeatureGates), after the ones Rootless sets: a gate
+	// given here wins.
+	FeatureGates map[string]bool
 }
 
 // HealthURL is the kubelet's /healthz endpoint.
@@ -123,6 +128,7 @@ func Config(s Spec) *kubeletv1beta1.KubeletConfiguration {
 		RegisterWithTaints:     s.Taints,
 	}
 	adaptToHost(c, s)
+	maps.Copy(c.FeatureGates, s.FeatureGates)
 	return c
 }
 

@@ -13,6 +13,7 @@
 package kubeproxy
 
 import (
+	"maps"
 	"fmt"
 	"net/netip"
 	"path/filepath"
@@ -56,6 +57,9 @@ type Spec struct {
 	// Sandbox is the ID of the node's sandbox component, which kube-proxy
 	// runs in; "" for a node without one.
 	Sandbox string
+	// FeatureGates are the config's featureGates, gate name to on or off
+	// (config.Config.FeatureGates).
+	FeatureGates map[string]bool
 }
 
 // HealthURL is kube-proxy's /healthz endpoint.
@@ -74,6 +78,7 @@ func Config(s Spec) *proxyv1alpha1.KubeProxyConfiguration {
 		ClusterCIDR:        s.ClusterCIDR.String(),
 		// NodePorts answer on the node IP only, not on every host address.
 		NodePortAddresses: []string{netip.PrefixFrom(s.NodeIP, 32).String()},
+		FeatureGates:      maps.Clone(s.FeatureGates),
 	}
 	if !s.CanLowerOOMScore {
 		zero := int32(0)

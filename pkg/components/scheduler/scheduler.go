@@ -29,6 +29,9 @@ type Spec struct {
 	RequestHeaderCAFile string
 	// Serving is the secure port's certificate and key.
 	Serving pki.Pair
+	// FeatureGates are set with --feature-gates, gate name to on or off
+	// (config.Config.FeatureGates); none when empty.
+	FeatureGates map[string]bool
 }
 
 // HealthURL is the /healthz endpoint.
@@ -51,9 +54,9 @@ func Describe(s Spec) components.Description {
 func Command(s Spec) process.Command {
 	return process.Command{
 		Path: s.Binary,
-		Args: append(components.ControllerArgs(s.Kubeconfig, s.IP, SecurePort, s.Serving, s.CAFile, s.RequestHeaderCAFile),
+		Args: append(append(components.ControllerArgs(s.Kubeconfig, s.IP, SecurePort, s.Serving, s.CAFile, s.RequestHeaderCAFile),
 			"--leader-elect=false",
 			"--profiling=false",
-		),
+		), components.FeatureGatesArgs(s.FeatureGates)...),
 	}
 }

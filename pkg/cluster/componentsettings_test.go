@@ -1,0 +1,188 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/kubernix/kubernix/pkg/components"
+	"github.com/kubernix/kubernix/pkg/config"
+)
+
+// describeByID describes plan and indexes the descriptions by ID.
+func describeByID(t *testing.T, plan *Plan) map[string]components.Description {
+	t.Helper()
+	ds, err := Describe(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]components.Description{}
+	for _, d := range ds {
+		out[d.ID()] = d
+	}
+	return out
+}
+
+// fileOf returns the content of d's file at path.
+func fileOf(t *testing.T, d components.Description, path string) string {
+	t.Helper()
+	for _, f := range d.Files {
+		if f.Path == path {
+			return string(f.Content)
+		}
+	}
+	t.Fatalf("%s renders no %s", d.ID(), path)
+	return ""
+}
+
+// TestComponentSettings checks that feature_gates, runtime_config,
+// [components.<name>] args, each node's kubelet_args, containerd's
+// config_patches and the audit policy reach the described components:
+// what up starts and up --dry-run prints.
+func TestComponentSettings(t *testing.T) {
+	plan := testPlan(t, 2)
+	plan.Cfg.FeatureGates = map[string]bool{"Zeta": false, "CoordinatedLeaderElection": true}
+	plan.Cfg.RuntimeConfig = map[string]string{"coordination.k8s.io/v1beta1": "true", "api/alpha": "false"}
+	plan.Cfg.Components.APIServer.Args = []string{"--enable-admission-plugins=NodeRestriction,DenyServiceExternalIPs", "--v=2"}
+	plan.Cfg.Components.Etcd.Args = []string{"--log-level=info"}
+	plan.Cfg.Components.Kubelet.Args = []string{"--max-pods=60", "--v=3"}
+	plan.Cfg.Components.KubeProxy.Args = []string{"--v=4"}
+	plan.Cfg.Components.Containerd.Args = []string{"--log-level=debug"}
+	plan.Cfg.Components.Containerd.ConfigPatches = []string{"[plugins.'io.containerd.cri.v1.runtime']\nmax_container_log_line_size = 32768\n"}
+	plan.Cfg.NodeSpecs = []config.NodeSpec{{}, {KubeletArgs: []string{"--max-pods=50"}}}
+	plan.AuditPolicy = []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules: [{level: None}]\n")
+	ds := describeByID(t, plan)
+	n0, n1 := "@"+plan.Nodes[0].Name, "@"+plan.Nodes[1].Name
+	const gates = "CoordinatedLeaderElection=true,Zeta=false"
+	tests := []struct {
+		id, flag, want string // want "" means unset
+	}{
+		{"kube-apiserver", "--feature-gates", gates},
+		{"kube-apiserver", "--runtime-config", "api/alpha=false,coordination.k8s.io/v1beta1=true"},
+		{"kube-apiserver", "--enable-admission-plugins", "NodeRestriction,DenyServiceExternalIPs"},
+		{"kube-apiserver", "--v", "2"},
+		{"kube-controller-manager", "--feature-gates", gates},
+		{"kube-scheduler", "--feature-gates", gates},
+		{"etcd", "--feature-gates", ""},
+		{"etcd", "--log-level", "info"},
+		{"kubelet" + n0, "--max-pods", "60"},
+		{"kubelet" + n1, "--max-pods", "50"},
+		{"kubelet" + n1, "--v", "3"},
+		{"kube-proxy" + n1, "--v", "4"},
+		{"containerd" + n0, "--log-level", "debug"},
+	}
+	for _, tt := range tests {
+		args := ds[tt.id].Command.Args
+		var got []string
+		for _, a := range args {
+			if components.FlagName(a) == strings.TrimPrefix(tt.flag, "--") {
+				got = append(got, a)
+			}
+		}
+		want := []string{tt.flag + "=" + tt.want}
+		if tt.want == "" {
+			want = nil
+		}
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: %s given as %q, want %q (args %q)", tt.id, tt.flag, got, want, args)
+		}
+	}
+	if args := ds["kubelet"+n1].Command.Args; !strings.HasPrefix(args[len(args)-1], "--max-pods=50") {
+		t.Errorf("kubelet%s: the node's kubelet_args do not come last: %q", n1, args)
+	}
+	for _, id := range []string{"kubelet" + n0, "kube-proxy" + n1} {
+		np := plan.Paths.Node(ds[id].Scope)
+		path := np.KubeletConfig()
+		if strings.HasPrefix(id, "kube-proxy") {
+			path = np.KubeProxyConfig()
+		}
+		if cfg := fileOf(t, ds[id], path); !strings.Contains(cfg, "featureGates:\n  CoordinatedLeaderElection: true\n  Zeta: false\n") {
+			t.Errorf("%s: the feature gates are not in its config:\n%s", id, cfg)
+		}
+	}
+	if got := fileOf(t, ds["containerd"+n1], plan.Paths.Node(plan.Nodes[1].Name).ContainerdConfig()); !strings.Contains(got, "max_container_log_line_size = 32768") {
+		t.Errorf("containerd config.toml without the patch:\n%s", got)
+	}
+	if got := fileOf(t, ds["kube-apiserver"], plan.Paths.AuditPolicy()); got != string(plan.AuditPolicy) {
+		t.Errorf("audit policy file = %q, want the user's %q", got, plan.AuditPolicy)
+	}
+}
+
+// fakeGateBinary writes a script that behaves as a component binary does
+// when gateChecks asks it about feature gates: it refuses the gate Bogus
+// (any value) on stderr with exit 1, and otherwise exits 0 or, as the
+// kubelet does, fails naming its --config.
+func fakeGateBinary(t *testing.T, dir, name string) string {
+	t.Helper()
+	accept := "exit 0"
+	if name == "kubelet" {
+		accept = `for a; do case "$a" in --config=*) echo "failed to load kubelet config file, path: ${a#--config=}" >&2;; esac; done; exit 1`
+	}
+	script := "#!/bin/sh\ncase \"$*\" in *Bogus=*) echo 'E1201 run.go:72] \"command failed\" err=\"unrecognized feature gate: Bogus\"' >&2; exit 1;; esac\n" + accept + "\n"
+	path := filepath.Join(dir, name)
+	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestCheckComponents(t *testing.T) {
+	dir := t.TempDir()
+	good := filepath.Join(dir, "good.yaml")
+	bad := filepath.Join(dir, "bad.yaml")
+	os.WriteFile(good, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules: [{level: Metadata}]\n"), 0o644)
+	os.WriteFile(bad, []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules: [{level: Loud}]\n"), 0o644)
+	names := []string{"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy"}
+	tests := []struct {
+		name   string
+		gates  map[string]bool
+		policy string
+		want   []string // substrings of the error; none: no error
+		absent []string
+	}{
+		{name: "nothing to check"},
+		{name: "known gates", gates: map[string]bool{"CoordinatedLeaderElection": true, "Other": false}, policy: good},
+		{name: "unknown gate named per component", gates: map[string]bool{"Bogus": true, "CoordinatedLeaderElection": true},
+			want:   []string{"--feature-gates Bogus=true: kube-apiserver refuses it", "kubelet refuses it", "kube-proxy refuses it", "kube-scheduler refuses it", "kube-controller-manager refuses it", "unrecognized feature gate: Bogus"},
+			absent: []string{"CoordinatedLeaderElection=true:"}},
+		{name: "bad audit policy", policy: bad, want: []string{"--audit-policy " + bad, "Loud"}},
+		{name: "both", gates: map[string]bool{"Bogus": false}, policy: bad, want: []string{"--audit-policy", "--feature-gates Bogus=false: kubelet"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			plan := testPlan(t, 1)
+			for _, n := range names {
+				plan.Facts.Paths[n] = fakeGateBinary(t, t.TempDir(), n)
+			}
+			plan.Cfg.FeatureGates = tt.gates
+			plan.Cfg.AuditPolicy = tt.policy
+			err := CheckComponents(context.Background(), plan)
+			if len(tt.want) == 0 {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if tt.policy != "" && !strings.Contains(string(plan.AuditPolicy), "Metadata") {
+					t.Errorf("plan.AuditPolicy = %q, want the file's", plan.AuditPolicy)
+				}
+				return
+			}
+			if !errors.Is(err, config.ErrInvalid) {
+				t.Fatalf("err = %v, want config.ErrInvalid", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+			for _, a := range tt.absent {
+				if strings.Contains(err.Error(), a) {
+					t.Errorf("error has %q:\n%v", a, err)
+				}
+			}
+		})
+	}
+}
