@@ -13,8 +13,8 @@
 package kubeproxy
 
 import (
-	"maps"
 	"fmt"
+	"maps"
 	"net/netip"
 	"path/filepath"
 
