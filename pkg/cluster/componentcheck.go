@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -177,8 +178,16 @@ func (gc gateCheck) accepts(ctx context.Context, binary string, gates map[string
 	return err == nil, out, nil
 }
 
-// lastLine is the last non-empty line of out, trimmed.
+// lastLine is the last non-empty line of out, trimmed, without its klog
+// header (severity, date, time, pid, file:line).
 func lastLine(out []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(out)), "\n")
-	return strings.TrimSpace(lines[len(lines)-1])
+	line := strings.TrimSpace(lines[len(lines)-1])
+	if klogHeader.MatchString(line) {
+		_, line, _ = strings.Cut(line, "] ")
+	}
+	return line
 }
+
+// klogHeader starts a klog line: "E1201 23:15:15.374437   20267 run.go:72] ".
+var klogHeader = regexp.MustCompile(`^[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [^ \]]+\] `)

@@ -122,7 +122,7 @@ func fakeGateBinary(t *testing.T, dir, name string) string {
 	if name == "kubelet" {
 		accept = `for a; do case "$a" in --config=*) echo "failed to load kubelet config file, path: ${a#--config=}" >&2;; esac; done; exit 1`
 	}
-	script := "#!/bin/sh\ncase \"$*\" in *Bogus=*) echo 'E1201 run.go:72] \"command failed\" err=\"unrecognized feature gate: Bogus\"' >&2; exit 1;; esac\n" + accept + "\n"
+	script := "#!/bin/sh\ncase \"$*\" in *Bogus=*) echo 'E1201 23:15:15.374437   20267 run.go:72] \"command failed\" err=\"unrecognized feature gate: Bogus\"' >&2; exit 1;; esac\n" + accept + "\n"
 	path := filepath.Join(dir, name)
 	if err := os.WriteFile(path, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
@@ -147,8 +147,8 @@ func TestCheckComponents(t *testing.T) {
 		{name: "nothing to check"},
 		{name: "known gates", gates: map[string]bool{"CoordinatedLeaderElection": true, "Other": false}, policy: good},
 		{name: "unknown gate named per component", gates: map[string]bool{"Bogus": true, "CoordinatedLeaderElection": true},
-			want:   []string{"--feature-gates Bogus=true: kube-apiserver refuses it", "kubelet refuses it", "kube-proxy refuses it", "kube-scheduler refuses it", "kube-controller-manager refuses it", "unrecognized feature gate: Bogus"},
-			absent: []string{"CoordinatedLeaderElection=true:"}},
+			want:   []string{"--feature-gates Bogus=true: kube-apiserver refuses it", "kubelet refuses it", "kube-proxy refuses it", "kube-scheduler refuses it", "kube-controller-manager refuses it", "it: \"command failed\" err=\"unrecognized feature gate: Bogus\""},
+			absent: []string{"CoordinatedLeaderElection=true:", "run.go:72"}},
 		{name: "bad audit policy", policy: bad, want: []string{"--audit-policy " + bad, "Loud"}},
 		{name: "both", gates: map[string]bool{"Bogus": false}, policy: bad, want: []string{"--audit-policy", "--feature-gates Bogus=false: kubelet"}},
 	}
