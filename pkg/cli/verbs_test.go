@@ -107,10 +107,13 @@ func TestExitCodes(t *testing.T) {
 	// problem of the configuration like any other (exit 2, as up --config).
 	files := t.TempDir()
 	valid, unknown, bad := filepath.Join(files, "valid.toml"), filepath.Join(files, "unknown.toml"), filepath.Join(files, "bad.toml")
+	badPolicy, notPolicy := filepath.Join(files, "bad-policy.toml"), filepath.Join(files, "policy.yaml")
 	for file, text := range map[string]string{
-		valid:   "apiVersion = 'kubernix.dev/v1alpha1'\nkind = 'Cluster'\nnodes = 2\nstate_dir = '" + filepath.Join(empty, "state") + "'\n",
-		unknown: "nodez = 2\nstate_dir = '" + filepath.Join(empty, "state") + "'\n",
-		bad:     "apiVersion = 'kubernix.dev/v1alpha1'\nnodes = 0\nstate_dir = '" + filepath.Join(empty, "state") + "'\n",
+		notPolicy: "apiVersion: v1\nkind: ConfigMap\n",
+		badPolicy: "audit_policy = 'policy.yaml'\nstate_dir = '" + filepath.Join(empty, "state") + "'\n",
+		valid:     "apiVersion = 'kubernix.dev/v1alpha1'\nkind = 'Cluster'\nnodes = 2\nstate_dir = '" + filepath.Join(empty, "state") + "'\n",
+		unknown:   "nodez = 2\nstate_dir = '" + filepath.Join(empty, "state") + "'\n",
+		bad:       "apiVersion = 'kubernix.dev/v1alpha1'\nnodes = 0\nstate_dir = '" + filepath.Join(empty, "state") + "'\n",
 	} {
 		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
 			t.Fatal(err)
@@ -125,6 +128,7 @@ func TestExitCodes(t *testing.T) {
 		{[]string{"config", "validate", unknown}, 2, unknown + `:1: unknown key "nodez"; did you mean nodes?`},
 		{[]string{"config", "validate", bad}, 2, bad + ": invalid configuration (1 problem):\n--nodes 0"},
 		{[]string{"config", "validate", filepath.Join(files, "missing.toml")}, 2, "missing.toml: no such file"},
+		{[]string{"config", "validate", badPolicy}, 2, badPolicy + ": invalid configuration: --audit-policy " + notPolicy + ": not an audit policy"},
 		{[]string{"config", "validate"}, 2, "accepts 1 arg(s), received 0"},
 		{[]string{"config", "reference"}, 0, "| `nodes` | integer | `1` | `--nodes` | `KUBERNIX_NODES` |"},
 		{[]string{"foo"}, 2, `unknown command "foo" for "kubernix"`},

@@ -23,6 +23,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/components/kubeproxy"
 	"github.com/kubernix/kubernix/pkg/components/scheduler"
 	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/host"
 )
 
 // CheckComponents checks, before anything is created, what the components
@@ -32,7 +33,9 @@ import (
 //   - the audit policy file (--audit-policy) decodes as the apiserver
 //     decodes it (apiserver.CheckAuditPolicy);
 //   - every Kubernetes component knows and accepts each feature gate
-//     (--feature-gates), asked of its own binary (gateChecks), all at once.
+//     (--feature-gates), asked of its own binary (gateChecks), all at once;
+//     a component whose binary is missing (config validate on a host
+//     without them; up's doctor requires them) is not asked.
 //
 // The error names each problem's flag and wraps config.ErrInvalid (exit
 // 2), or wraps the error that kept a check from running.
@@ -122,6 +125,9 @@ func checkFeatureGates(ctx context.Context, plan *Plan) ([]error, error) {
 	problems := make([]error, len(gateChecks))
 	g, gctx := errgroup.WithContext(ctx)
 	for i, gc := range gateChecks {
+		if !host.Exists(plan.Bin(gc.name)) {
+			continue
+		}
 		g.Go(func() error {
 			var err error
 			problems[i], err = gc.refusal(gctx, plan.Bin(gc.name), gates, filepath.Join(dir, gc.name))

@@ -204,9 +204,9 @@ func TestComponents(t *testing.T) {
 }
 
 // TestComponentsRefused runs up and up --dry-run with a feature gate no
-// component knows and with a file that is no audit policy: each exits 2
-// naming the flag (and, for the gate, each component refusing it), and
-// leaves nothing behind.
+// component knows and with a file that is no audit policy, and config
+// validate with that gate: each exits 2 naming the flag (and, for the
+// gate, each component refusing it), and leaves nothing behind.
 func TestComponentsRefused(t *testing.T) {
 	e := newEnv(t, "kxc-bad", componentsCIDR)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -245,4 +245,18 @@ func TestComponentsRefused(t *testing.T) {
 			})
 		}
 	}
+	t.Run("config validate asks the binaries", func(t *testing.T) {
+		file := filepath.Join(t.TempDir(), "gates.toml")
+		text := fmt.Sprintf("feature_gates = { KubernixNoSuchGate = true }\nstate_dir = %q\n", e.stateDir)
+		if err := os.WriteFile(file, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		before := dirList(t, e.stateDir)
+		cmd := exec.CommandContext(ctx, filepath.Join(e.binDir, "kubernix"), "config", "validate", file)
+		out, err := cmd.CombinedOutput()
+		if cmd.ProcessState.ExitCode() != 2 || !strings.Contains(string(out), "--feature-gates KubernixNoSuchGate=true: kube-apiserver refuses it") {
+			t.Errorf("config validate %s: %v, want exit 2 naming the gate and kube-apiserver:\n%s", file, err, out)
+		}
+		e.checkRefusedLeftNothing(t, before)
+	})
 }

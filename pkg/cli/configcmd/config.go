@@ -8,6 +8,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubernix/kubernix/pkg/cli/common"
+	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/config"
 )
 
@@ -75,7 +76,9 @@ func newValidate(env *common.Env) *cobra.Command {
 		Long: `Check FILE as 'kubernix up --config FILE' would read it, with the KUBERNIX_*
 variables over it: its apiVersion and kind, unknown keys (each named with its
 line and the key it is near), malformed values, then every setting as up
-validates it (values, ranges, the state directory). It prints "FILE: valid"
+validates it (values, ranges, the state directory), the audit policy as the
+kube-apiserver decodes it, and the feature gates with each component binary
+found (as up finds them). It prints "FILE: valid"
 and exits 0, or lists every problem and exits 2. It changes nothing.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -86,6 +89,13 @@ and exits 0, or lists every problem and exits 2. It changes nothing.`,
 				return err
 			}
 			if err := cfg.Validate(); err != nil {
+				return fmt.Errorf("%s: %w", args[0], err)
+			}
+			plan, _, err := common.Plan(cmd.Context(), cfg, false)
+			if err == nil {
+				err = cluster.CheckComponents(cmd.Context(), plan)
+			}
+			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
 			common.Fprintf(env.Streams.Out, "%s: valid\n", args[0])
