@@ -47,8 +47,10 @@ var describers = []func(*Plan) ([]components.Description, error){
 
 // Describe returns every component of plan's cluster, as data, located in
 // its state dir (components.Description.Locate) and in describers'
-// order; see StartOrder for the order they start in. It renders files but
-// writes nothing. Errors name the component whose description failed.
+// order; see StartOrder for the order they start in. Each process's
+// flags end with the user's (extraArgs), which replace kubernix's own of
+// the same name (components.MergeArgs). It renders files but writes
+// nothing. Errors name the component whose description failed.
 func Describe(plan *Plan) ([]components.Description, error) {
 	var out []components.Description
 	for _, describe := range describers {
