@@ -20,6 +20,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/cli/list"
 	"github.com/kubernix/kubernix/pkg/cli/logs"
 	"github.com/kubernix/kubernix/pkg/cli/ociwrap"
+	"github.com/kubernix/kubernix/pkg/cli/portproxy"
 	"github.com/kubernix/kubernix/pkg/cli/sandbox"
 	"github.com/kubernix/kubernix/pkg/cli/status"
 	"github.com/kubernix/kubernix/pkg/cli/up"
@@ -86,6 +87,7 @@ func NewRootCommand(streams common.Streams, environ []string) *cobra.Command {
 		sandbox.NewCommand(env),
 		ociwrap.NewCommand(env),
 		cloudcontroller.NewCommand(env),
+		portproxy.NewCommand(env),
 	)
 	for _, c := range root.Commands() {
 		requireSubcommand(c)

@@ -41,6 +41,7 @@ var describers = []func(*Plan) ([]components.Description, error){
 	describeControlPlane,
 	describeNodes,
 	describeCloudController,
+	describePortProxy,
 	describeAddons,
 	describeRegistry,
 }

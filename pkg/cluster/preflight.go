@@ -13,6 +13,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/components/etcd"
 	"github.com/kubernix/kubernix/pkg/components/kubelet"
 	"github.com/kubernix/kubernix/pkg/components/kubeproxy"
+	"github.com/kubernix/kubernix/pkg/components/portproxy"
 	"github.com/kubernix/kubernix/pkg/components/scheduler"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/host"
@@ -30,7 +31,9 @@ import (
 //     refuse later (see network.Setup);
 //   - every fixed TCP port the cluster listens on in this namespace
 //     (HostPorts) is free on its address, and no two of them are the same
-//     (clashProblems).
+//     (clashProblems);
+//   - the host address of every [[nodes]] port mapping is free for its
+//     protocol (CheckPortMappings).
 //
 // What the cluster itself left behind (its bridge and routes, listeners
 // of the processes recorded in its state dir, e.g. after a killed
@@ -57,6 +60,7 @@ func Preflight(cfg config.Config) error {
 			errs = append(errs, err)
 		}
 	}
+	errs = append(errs, mappingProblems(cfg, ours)...)
 	if len(errs) == 0 {
 		return nil
 	}
@@ -149,7 +153,8 @@ type HostPort struct {
 // HostPorts lists the ports of cfg's cluster that bind in the caller's
 // network namespace: the control plane's on the bridge address (etcd
 // client and peer, kube-apiserver, kube-controller-manager and
-// kube-scheduler secure ports, the cloud controller's healthz, the local
+// kube-scheduler secure ports, the cloud controller's and the port
+// proxy's healthz, the local
 // registry's there and, as root, on 127.0.0.1), and with the process
 // executor also the node's kubelet and kube-proxy ports (its node IP is
 // the bridge address);
@@ -170,6 +175,9 @@ func HostPorts(cfg config.Config) []HostPort {
 	}
 	if cfg.HasAddon(addons.LoadBalancer) {
 		ports = append(ports, HostPort{"cloud-controller (healthz)", ip, cloudcontroller.HealthzPort, ""})
+	}
+	if hasPortMappings(cfg) {
+		ports = append(ports, HostPort{"port-proxy (healthz)", ip, portproxy.HealthzPort, ""})
 	}
 	_, rootless := ReadRootless(cfg.Paths())
 	ports = append(ports, registryPorts(ip, cfg.LocalRegistryPort(), !rootless)...)
@@ -212,6 +220,24 @@ func portProblem(hp HostPort, ignore map[int]bool) error {
 	if err != nil {
 		return fmt.Errorf("check port %d (%s): %w", hp.Port, hp.Component, err)
 	}
+	l, who, taken := holder(ls, ignore)
+	if !taken {
+		return nil
+	}
+	advice := "stop it; kubernix does not move this port"
+	switch {
+	case hp.Flag != "":
+		advice = "stop it, or choose another " + hp.Flag
+	case !l.Addr.IsUnspecified():
+		advice = "stop it, or choose another --cidr (the port binds the first address of its node network)"
+	}
+	return fmt.Errorf("port %d is in use, so %s cannot listen on %s: %s holds it; %s", hp.Port, hp.Component, hp.IP, who, advice)
+}
+
+// holder returns the first socket of ls that no process of ignore holds,
+// and who holds it ("a listener on <addr>", with its pid and command when
+// found); taken is false when there is none.
+func holder(ls []host.Listener, ignore map[int]bool) (l host.Listener, who string, taken bool) {
 	for _, l := range ls {
 		pid, comm, found := host.SocketOwner(l.Inode)
 		if found && ignore[pid] {
@@ -221,16 +247,9 @@ func portProblem(hp HostPort, ignore map[int]bool) error {
 		if found {
 			who += fmt.Sprintf(" (pid %d, %s)", pid, comm)
 		}
-		advice := "stop it; kubernix does not move this port"
-		switch {
-		case hp.Flag != "":
-			advice = "stop it, or choose another " + hp.Flag
-		case !l.Addr.IsUnspecified():
-			advice = "stop it, or choose another --cidr (the port binds the first address of its node network)"
-		}
-		return fmt.Errorf("port %d is in use, so %s cannot listen on %s: %s holds it; %s", hp.Port, hp.Component, hp.IP, who, advice)
+		return l, who, true
 	}
-	return nil
+	return host.Listener{}, "", false
 }
 
 // recordedPIDs are the live processes recorded in the run dirs of the

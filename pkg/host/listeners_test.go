@@ -18,6 +18,8 @@ func TestConflicting(t *testing.T) {
 		{"10.61.0.1", []string{"10.61.0.1:2379", "0.0.0.0:2379", "[::]:2379"}},
 		{"10.63.0.1", []string{"0.0.0.0:2379", "[::]:2379"}},
 		{"127.0.0.1", []string{"0.0.0.0:2379", "[::]:2379", "127.0.0.1:2379"}},
+		// A wildcard listener cannot bind while any address holds the port.
+		{"0.0.0.0", []string{"10.61.0.1:2379", "10.62.0.1:2379", "0.0.0.0:2379", "[::]:2379", "127.0.0.1:2379", "[fd00::1]:2379"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.ip, func(t *testing.T) {
@@ -54,5 +56,26 @@ func TestTCPListeners(t *testing.T) {
 	pid, comm, ok := SocketOwner(ls[0].Inode)
 	if !ok || pid != os.Getpid() || comm == "" {
 		t.Errorf("SocketOwner = %d %q %v, want this process (%d)", pid, comm, ok, os.Getpid())
+	}
+}
+
+// TestUDPSockets finds a bound UDP socket of this process, and no TCP
+// listener on its port.
+func TestUDPSockets(t *testing.T) {
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	port := pc.LocalAddr().(*net.UDPAddr).Port
+	ls, err := Conflicts("UDP", netip.MustParseAddr("0.0.0.0"), port)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ls) != 1 || ls[0].String() != pc.LocalAddr().String() {
+		t.Fatalf("Conflicts(UDP, 0.0.0.0, %d) = %v, want our %s", port, ls, pc.LocalAddr())
+	}
+	if tcp, err := Conflicts("TCP", netip.MustParseAddr("127.0.0.1"), port); err != nil || len(tcp) != 0 {
+		t.Errorf("Conflicts(TCP, 127.0.0.1, %d) = %v, %v; want none", port, tcp, err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/kubernix/kubernix/pkg/cli/common"
+	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/pki"
 )
@@ -28,6 +29,8 @@ type Status struct {
 	Supervisor Supervisor `json:"supervisor"`
 	// Components are the cluster's processes in start order.
 	Components []Component `json:"components"`
+	// Ports are the ports the nodes publish on the host ([[nodes]] ports).
+	Ports []cluster.Published `json:"ports,omitempty"`
 	// FailedNodes are the nodes the supervisor gave up on, with why.
 	FailedNodes []FailedNode `json:"failedNodes,omitempty"`
 	// ExpiringCertificates are the cluster's certificates that expire
@@ -157,7 +160,7 @@ type AddonProcess struct {
 }
 
 // Table writes s as `kubernix status` prints it by default: the
-// supervisor line, a row per component, the failed nodes and certificate
+// supervisor line, a row per component, a line per published port, the failed nodes and certificate
 // warnings, the apiserver's state when it does not answer, then a row per
 // Node and a line per addon.
 func (s Status) Table(w io.Writer) error {
@@ -176,6 +179,9 @@ func (s Status) Table(w io.Writer) error {
 	}
 	if err := endColumns(w); err != nil {
 		return err
+	}
+	for _, p := range s.Ports {
+		common.Fprintf(w, "port %s\n", p)
 	}
 	for _, f := range s.FailedNodes {
 		common.Fprintf(w, "node %s FAILED: %s\n", f.Node, f.Reason)

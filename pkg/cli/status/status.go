@@ -94,6 +94,7 @@ func collect(ctx context.Context, cfg config.Config, now time.Time) (Status, err
 		st.Supervisor.PID = 0
 	}
 	st.Components = componentStatus(ds, st.Supervisor.Running)
+	st.Ports = plan.Published()
 	for _, n := range cfg.NodeNames() {
 		if b, err := os.ReadFile(cluster.FailedFile(p, n)); err == nil {
 			st.FailedNodes = append(st.FailedNodes, FailedNode{Node: n, Reason: strings.TrimRight(string(b), "\n")})

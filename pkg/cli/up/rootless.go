@@ -119,6 +119,9 @@ func prepareRootless(ctx context.Context, env *common.Env, cfg *config.Config) (
 		common.Fprintf(env.Streams.Err, "registry port %d is in use on %s; using %d\n", cfg.RegistryPort, hostLoopback, port)
 		cfg.RegistryPort = port
 	}
+	if errs := cluster.CheckPortMappings(*cfg); len(errs) > 0 { // on the host, outside rootlesskit
+		return rootless.Kit{}, fmt.Errorf("%w:\n%w", config.ErrInvalid, errors.Join(errs...))
+	}
 	cfg.CgroupParent = facts.CgroupParent
 	if changed, err := rootless.FillCpuset(cfg.CgroupParent); err != nil {
 		return rootless.Kit{}, fmt.Errorf("cgroup %s: %w", cfg.CgroupParent, err)

@@ -1,0 +1,116 @@
+package cluster
+
+import (
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+
+	"github.com/kubernix/kubernix/pkg/components"
+	ppcomp "github.com/kubernix/kubernix/pkg/components/portproxy"
+	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/host"
+	"github.com/kubernix/kubernix/pkg/portproxy"
+)
+
+// describePortProxy describes, when a node publishes ports ([[nodes]]
+// ports), the port proxy that publishes them on the host
+// (pkg/portproxy): as root a userland proxy on the host, rootless
+// through rootlesskit's API socket.
+func describePortProxy(p *Plan) ([]components.Description, error) {
+	forwards := p.Forwards()
+	if len(forwards) == 0 {
+		return nil, nil
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, err
+	}
+	spec := ppcomp.Spec{Self: self, Forwards: forwards, IP: p.APIServerIP}
+	if st, ok := ReadRootless(p.Paths); ok && p.Rootless {
+		spec.RootlesskitAPI = filepath.Join(st.RootlesskitStateDir, "api.sock")
+	}
+	return []components.Description{ppcomp.Describe(spec)}, nil
+}
+
+// Forwards are the ports the plan's nodes publish on the host, in
+// [[nodes]] order: each mapping's host address (config.PortMapping.Listen)
+// to its node's IP and node_port.
+func (p *Plan) Forwards() []portproxy.Forward {
+	var out []portproxy.Forward
+	for _, nd := range p.Nodes {
+		for _, m := range p.Cfg.NodeSpec(nd.Index).Ports {
+			out = append(out, portproxy.Forward{Proto: m.Proto(), Listen: m.Listen(),
+				Target: netip.AddrPortFrom(nd.IP, uint16(m.NodePort))})
+		}
+	}
+	return out
+}
+
+// CheckPortMappings checks, in the caller's network namespace, that the
+// host address of every [[nodes]] port mapping is free for its protocol:
+// nothing listens there (TCP) or is bound there (UDP), on that address or
+// a wildcard one, except the processes recorded in cfg's state dir (a
+// port proxy a killed supervisor left, which Up stops first). It returns
+// one error per taken mapping, naming it (nodes[i].ports[j]), its address
+// and who holds it.
+func CheckPortMappings(cfg config.Config) []error {
+	return mappingProblems(cfg, recordedPIDs(cfg.Paths()))
+}
+
+func mappingProblems(cfg config.Config, ignore map[int]bool) []error {
+	var errs []error
+	for i, spec := range cfg.NodeSpecs {
+		for j, m := range spec.Ports {
+			at := fmt.Sprintf("nodes[%d].ports[%d]", i, j)
+			listen, proto := m.Listen(), m.Proto()
+			ls, err := host.Conflicts(string(proto), listen.Addr(), int(listen.Port()))
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: check %s/%s: %w", at, listen, proto, err))
+				continue
+			}
+			if l, who, taken := holder(ls, ignore); taken {
+				errs = append(errs, fmt.Errorf("%s: %s/%s is in use on this host: %s holds %s; stop it, or choose another host_port",
+					at, listen, proto, who, l))
+			}
+		}
+	}
+	return errs
+}
+
+// Published is a port a node publishes on the host, as status shows it.
+type Published struct {
+	// Listen is the host address and port, e.g. "127.0.0.1:8080".
+	Listen string `json:"listen"`
+	// Protocol is "TCP" or "UDP".
+	Protocol string `json:"protocol"`
+	// Node is the node's name; NodePort the port it reaches there.
+	Node     string `json:"node"`
+	NodePort int    `json:"nodePort"`
+}
+
+// String is the status line of p, e.g. "127.0.0.1:8080/TCP -> node kubernix-node-1 port 30080".
+func (p Published) String() string {
+	return fmt.Sprintf("%s/%s -> node %s port %d", p.Listen, p.Protocol, p.Node, p.NodePort)
+}
+
+// Published lists the ports the plan's nodes publish, as Forwards does.
+func (p *Plan) Published() []Published {
+	var out []Published
+	for _, nd := range p.Nodes {
+		for _, m := range p.Cfg.NodeSpec(nd.Index).Ports {
+			out = append(out, Published{Listen: m.Listen().String(), Protocol: string(m.Proto()), Node: nd.Name, NodePort: m.NodePort})
+		}
+	}
+	return out
+}
+
+// hasPortMappings reports whether a node of cfg publishes a port.
+func hasPortMappings(cfg config.Config) bool {
+	for _, spec := range cfg.NodeSpecs {
+		if len(spec.Ports) > 0 {
+			return true
+		}
+	}
+	return false
+}
