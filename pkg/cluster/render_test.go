@@ -30,6 +30,12 @@ func testPlan(t *testing.T, nodes int, executor ...string) *Plan {
 	if len(executor) > 0 {
 		cfg.Executor = executor[0]
 	}
+	return testPlanOf(t, cfg)
+}
+
+// testPlanOf is testPlan of cfg, resolved with its state dir /STATE.
+func testPlanOf(t *testing.T, cfg config.Config) *Plan {
+	t.Helper()
 	cfg.StateDir = "/STATE"
 	cfg.Resolve()
 	cfg.StateDir = "/STATE"

@@ -8,9 +8,10 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/rootless-containers/rootlesskit/v2/pkg/api/client"
 	"github.com/rootless-containers/rootlesskit/v2/pkg/port"
 	v1 "k8s.io/api/core/v1"
+
+	"github.com/kubernix/kubernix/pkg/rootless"
 )
 
 // Publisher makes a LoadBalancer IP's ports reachable where the cluster's
@@ -41,11 +42,11 @@ type RootlessPorts struct {
 // NewRootlessPorts returns the publisher of rootlesskit's API socket
 // apiSocket. It errors when the socket is not a rootlesskit API.
 func NewRootlessPorts(apiSocket string) (*RootlessPorts, error) {
-	c, err := client.New(apiSocket)
+	ports, err := rootless.PortManager(apiSocket)
 	if err != nil {
-		return nil, fmt.Errorf("rootlesskit API %s: %w", apiSocket, err)
+		return nil, err
 	}
-	return &RootlessPorts{ports: c.PortManager()}, nil
+	return &RootlessPorts{ports: ports}, nil
 }
 
 // Publish implements Publisher. It errors naming the port that rootlesskit

@@ -7,8 +7,9 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/rootless-containers/rootlesskit/v2/pkg/api/client"
 	"github.com/rootless-containers/rootlesskit/v2/pkg/port"
+
+	"github.com/kubernix/kubernix/pkg/rootless"
 )
 
 // Rootless publishes forwards through rootlesskit's port driver (its REST
@@ -24,11 +25,11 @@ type Rootless struct {
 // NewRootless returns the publisher of rootlesskit's API socket apiSocket.
 // It errors when the socket is not a rootlesskit API.
 func NewRootless(apiSocket string) (*Rootless, error) {
-	c, err := client.New(apiSocket)
+	ports, err := rootless.PortManager(apiSocket)
 	if err != nil {
-		return nil, fmt.Errorf("rootlesskit API %s: %w", apiSocket, err)
+		return nil, err
 	}
-	return &Rootless{ports: c.PortManager()}, nil
+	return &Rootless{ports: ports}, nil
 }
 
 // spec is f as rootlesskit's port spec.

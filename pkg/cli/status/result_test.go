@@ -35,7 +35,8 @@ func inUTC(t *testing.T) {
 }
 
 // statusCases are the Status values the goldens show: a healthy cluster,
-// one whose supervisor was killed, and one whose apiserver does not answer.
+// one whose supervisor was killed, one whose apiserver does not answer, and
+// a healthy one whose nodes publish ports.
 func statusCases() map[string]Status {
 	now := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
 	started := now.Add(-time.Hour)
@@ -78,7 +79,11 @@ func statusCases() map[string]Status {
 	unhealthyAddon.Addons = []Addon{{Name: "coredns", Deployment: &Deployment{Name: "kube-system/coredns", Error: `deployments.apps "coredns" not found`}},
 		{Name: "registry", Processes: []AddonProcess{{ID: "registry", Running: false}}}}
 	unhealthyAddon.Healthy = false
-	return map[string]Status{"healthy": healthy, "supervisor-killed": down, "apiserver-not-answering": notAnswering, "addons-unhealthy": unhealthyAddon}
+	ports := healthy
+	ports.Ports = []cluster.Published{{Listen: "127.0.0.1:8080", Protocol: "TCP", Node: "kx-node-0", NodePort: 30080},
+		{Listen: "0.0.0.0:5353", Protocol: "UDP", Node: "kx-node-0", NodePort: 53}}
+	return map[string]Status{"healthy": healthy, "supervisor-killed": down, "apiserver-not-answering": notAnswering,
+		"addons-unhealthy": unhealthyAddon, "ports": ports}
 }
 
 // TestStatusOutput renders each Status as a table and as JSON (goldens),

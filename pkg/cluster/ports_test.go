@@ -1,0 +1,155 @@
+package cluster
+
+import (
+	"net"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/components"
+	ppcomp "github.com/kubernix/kubernix/pkg/components/portproxy"
+	"github.com/kubernix/kubernix/pkg/config"
+)
+
+// portsConfig is a 2-node cluster on 10.61.0.0/16 whose node 1 publishes
+// a NodePort on 127.0.0.1 and a UDP hostPort on every address.
+func portsConfig(executor string) config.Config {
+	cfg := config.Default()
+	cfg.Name = "golden"
+	cfg.CIDR = "10.61.0.0/16"
+	cfg.Nodes, cfg.Executor = 2, executor
+	cfg.NodeSpecs = []config.NodeSpec{{}, {Ports: []config.PortMapping{
+		{NodePort: 30080, HostPort: 8080},
+		{NodePort: 5353, Protocol: "udp", ListenAddress: "0.0.0.0"},
+	}}}
+	return cfg
+}
+
+// TestPublished: each mapping goes to its own node's IP (its sandbox's,
+// or the bridge address when the node is the host), with its defaults.
+func TestPublished(t *testing.T) {
+	tests := []struct {
+		executor string
+		want     []string
+	}{
+		{config.ExecutorContainer, []string{"tcp:127.0.0.1:8080=10.61.0.3:30080", "udp:0.0.0.0:5353=10.61.0.3:5353"}},
+		{config.ExecutorProcess, []string{"tcp:127.0.0.1:8080=10.61.0.1:30080", "udp:0.0.0.0:5353=10.61.0.1:5353"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.executor, func(t *testing.T) {
+			plan := testPlanOf(t, portsConfig(tt.executor))
+			var got []string
+			for _, f := range plan.Forwards() {
+				got = append(got, f.String())
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("Forwards = %q, want %q", got, tt.want)
+			}
+			var lines []string
+			for _, p := range plan.Published() {
+				lines = append(lines, p.String())
+			}
+			want := []string{"127.0.0.1:8080/TCP -> node golden-node-1 port 30080", "0.0.0.0:5353/UDP -> node golden-node-1 port 5353"}
+			if !slices.Equal(lines, want) {
+				t.Errorf("Published = %q, want %q", lines, want)
+			}
+		})
+	}
+}
+
+// TestDescribePortProxy: the port proxy is described only when a node
+// publishes a port, in the Infrastructure phase, with every forward.
+func TestDescribePortProxy(t *testing.T) {
+	find := func(plan *Plan) *components.Description {
+		ds, err := Describe(plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			if d.Name == ppcomp.Name {
+				return &d
+			}
+		}
+		return nil
+	}
+	if d := find(testPlan(t, 2)); d != nil {
+		t.Errorf("a cluster without port mappings describes %s", d.ID())
+	}
+	d := find(testPlanOf(t, portsConfig(config.ExecutorContainer)))
+	if d == nil {
+		t.Fatal("no port-proxy described for [[nodes]] ports")
+	}
+	args := strings.Join(d.Command.Args, " ")
+	for _, want := range []string{"port-proxy", "--healthz=10.61.0.1:10260", "--forward=tcp:127.0.0.1:8080=10.61.0.3:30080", "--forward=udp:0.0.0.0:5353=10.61.0.3:5353"} {
+		if !strings.Contains(args, want) {
+			t.Errorf("command %q lacks %q", args, want)
+		}
+	}
+	if d.Phase != component.Infrastructure || d.Kind != components.KindProcess || d.Probe.HTTPGet != "http://10.61.0.1:10260/healthz" {
+		t.Errorf("port-proxy: phase %s, kind %s, probe %q", d.Phase, d.Kind, d.Probe.HTTPGet)
+	}
+	if !strings.Contains(d.Summary, "127.0.0.1:8080/TCP -> 10.61.0.3:30080") {
+		t.Errorf("summary %q does not list the forwards", d.Summary)
+	}
+}
+
+// TestMappingProblems: a mapping whose host address is held (a TCP
+// listener, a bound UDP socket, for a wildcard mapping any address) is
+// named, unless the holder is the cluster's own process.
+func TestMappingProblems(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pc.Close()
+	tcpPort, udpPort := ln.Addr().(*net.TCPAddr).Port, pc.LocalAddr().(*net.UDPAddr).Port
+	cfg := config.Default()
+	cfg.NodeSpecs = []config.NodeSpec{{}, {Ports: []config.PortMapping{
+		{NodePort: 30080, HostPort: tcpPort},                                         // taken
+		{NodePort: 30080, HostPort: tcpPort, Protocol: "UDP"},                        // free for UDP
+		{NodePort: 53, HostPort: udpPort, Protocol: "UDP", ListenAddress: "0.0.0.0"}, // taken on 127.0.0.1
+		{NodePort: 53, HostPort: udpPort, ListenAddress: "127.0.0.2"},                // free for TCP
+	}}}
+	errs := mappingProblems(cfg, nil)
+	if len(errs) != 2 {
+		t.Fatalf("mappingProblems = %v, want 2 problems", errs)
+	}
+	for i, want := range []string{
+		"nodes[1].ports[0]: " + ln.Addr().String() + "/TCP is in use on this host: a listener on " + ln.Addr().String() + " (pid",
+		"nodes[1].ports[2]: 0.0.0.0:" + strconv.Itoa(udpPort) + "/UDP is in use",
+	} {
+		if !strings.Contains(errs[i].Error(), want) || !strings.Contains(errs[i].Error(), "choose another host_port") {
+			t.Errorf("problem %d = %v, want it to contain %q and the advice", i, errs[i], want)
+		}
+	}
+	if errs := mappingProblems(cfg, map[int]bool{os.Getpid(): true}); len(errs) != 0 {
+		t.Errorf("held by the cluster's own process: %v, want none", errs)
+	}
+}
+
+// TestHostPortsPortProxy: the port proxy's /healthz port is checked
+// before up when, and only when, a node publishes a port.
+func TestHostPortsPortProxy(t *testing.T) {
+	for _, withPorts := range []bool{false, true} {
+		cfg := portsConfig(config.ExecutorContainer)
+		if !withPorts {
+			cfg.NodeSpecs = nil
+		}
+		cfg.StateDir = t.TempDir()
+		cfg.Resolve()
+		has := slices.ContainsFunc(HostPorts(cfg), func(hp HostPort) bool {
+			return hp.Component == "port-proxy (healthz)" && hp.Port == ppcomp.HealthzPort && hp.IP.String() == "10.61.0.1"
+		})
+		if has != withPorts {
+			t.Errorf("with port mappings %v: HostPorts lists the port proxy's healthz: %v", withPorts, has)
+		}
+	}
+}
