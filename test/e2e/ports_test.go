@@ -205,3 +205,36 @@ func TestPortsInUse(t *testing.T) {
 		})
 	}
 }
+
+// TestPortsRootless: as an ordinary user (rootless, the cluster in
+// rootlesskit's namespaces), the node's NodePort and its pod's TCP and
+// UDP hostPorts are published on the host's 127.0.0.1 through
+// rootlesskit's port driver, reached from the host; after down the host
+// ports are free.
+func TestPortsRootless(t *testing.T) {
+	rc := newRootlessCluster(t, "kxprl", "kxp-rl")
+	u, name := rc.u, rc.name
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	files := map[string]string{
+		"cluster.toml": strings.Replace(portsConfig, "[[nodes]]\n\n", "", 1), // node-0 publishes
+		"ports.yaml":   portsManifest(name + "-node-0"),
+	}
+	for f, content := range files {
+		if err := os.WriteFile(filepath.Join(u.home, f), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	out, code := u.kubernix(ctx, "up", "--detach", "--name", name, "--cidr", portsCIDR, "--config", filepath.Join(u.home, "cluster.toml"))
+	if code != 0 {
+		log, _ := os.ReadFile(filepath.Join(rc.state, "logs", "supervisor", "supervisor.log"))
+		t.Fatalf("up --detach as %s exited %d:\n%s\nsupervisor log:\n%s", u.name, code, out, log)
+	}
+	u.mustKubectl(ctx, rc.kctx, "apply", "-f", filepath.Join(u.home, "ports.yaml"))
+	u.mustKubectl(ctx, rc.kctx, "wait", "--for=condition=Ready", "pod/"+portsPod, "--timeout=120s")
+	reachAll(ctx, t, "rootless")
+	if out, code := u.kubernix(ctx, "down", "--name", name); code != 0 {
+		t.Fatalf("down exited %d:\n%s", code, out)
+	}
+	portsFree(t, "rootless, after down")
+}
