@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -75,8 +76,9 @@ func writePortsConfig(t *testing.T, content string) string {
 // TestPorts brings up a 2-node cluster from a file whose node 1 publishes
 // a NodePort and a pod's TCP and UDP hostPorts on 127.0.0.1 ([[nodes]]
 // ports, issue #15): each reaches the pod from the host; status and
-// up --dry-run list them; after down the host ports are free; after a
-// SIGKILL of the supervisor and down as well.
+// up --dry-run list them; a killed port proxy is restarted; after down
+// the host ports are free; after a SIGKILL of the supervisor and down as
+// well.
 func TestPorts(t *testing.T) {
 	e := newEnv(t, "kxp-e2e", portsCIDR, "--nodes", "2", "--config", writePortsConfig(t, portsConfig))
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
@@ -98,6 +100,18 @@ func TestPorts(t *testing.T) {
 	e.apply(ctx, portsManifest(node1))
 	e.mustKubectl(ctx, "wait", "--for=condition=Ready", "pod/"+portsPod, "--timeout=120s")
 	reachAll(ctx, t, "first up")
+
+	// The supervisor restarts a port proxy that dies.
+	pidFile := filepath.Join(e.stateDir, "run", "control-plane", "port-proxy", "pid")
+	proxy := readPid(t, pidFile)
+	if err := syscall.Kill(proxy, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	waitGone(t, proxy)
+	reachAll(ctx, t, "port proxy killed")
+	if again := readPid(t, pidFile); again == proxy {
+		t.Errorf("the port proxy answers as pid %d, the one killed", again)
+	}
 
 	e.mustKubernix(ctx, "down")
 	portsFree(t, "after down")
