@@ -228,20 +228,7 @@ func TestComponentsRefused(t *testing.T) {
 	for _, tt := range tests {
 		for _, mode := range [][]string{{"--detach"}, {"--dry-run"}} {
 			t.Run(tt.name+" "+mode[0], func(t *testing.T) {
-				before := dirList(t, e.stateDir)
-				out, code := e.kubernix(ctx, "up", append(mode, tt.args...)...)
-				if code == 0 && mode[0] == "--detach" { // wrongly accepted: take the cluster down again
-					t.Cleanup(func() { e.kubernix(context.Background(), "down") })
-				}
-				if code != 2 {
-					t.Errorf("up %s: exit %d, want 2; output:\n%s", strings.Join(tt.args, " "), code, out)
-				}
-				for _, w := range tt.want {
-					if !strings.Contains(out, w) {
-						t.Errorf("output lacks %q:\n%s", w, out)
-					}
-				}
-				e.checkRefusedLeftNothing(t, before)
+				e.upRefused(ctx, t, append(mode, tt.args...), tt.want...)
 			})
 		}
 	}

@@ -14,6 +14,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -297,6 +298,27 @@ func (e *env) killSupervisor(t *testing.T) {
 		}
 		return nil
 	})
+}
+
+// upRefused runs up with args, which must be refused: exit 2, its output
+// holding each of want, and nothing left (checkRefusedLeftNothing). An up
+// wrongly accepted is taken down again at cleanup.
+func (e *env) upRefused(ctx context.Context, t *testing.T, args []string, want ...string) {
+	t.Helper()
+	before := dirList(t, e.stateDir)
+	out, code := e.kubernix(ctx, "up", args...)
+	if code == 0 && !slices.Contains(args, "--dry-run") {
+		t.Cleanup(func() { e.kubernix(context.Background(), "down") })
+	}
+	if code != 2 {
+		t.Errorf("up %s: exit %d, want 2; output:\n%s", strings.Join(args, " "), code, out)
+	}
+	for _, w := range want {
+		if !strings.Contains(out, w) {
+			t.Errorf("up %s: output lacks %q:\n%s", strings.Join(args, " "), w, out)
+		}
+	}
+	e.checkRefusedLeftNothing(t, before)
 }
 
 // checkRefusedLeftNothing checks, after an up that was refused, that the

@@ -190,15 +190,7 @@ func TestNodeSpecsRefused(t *testing.T) {
 			e := newEnv(t, "kxn-bad", nodesCIDR, "--config", file)
 			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 			defer cancel()
-			before := dirList(t, e.stateDir)
-			out, code := e.kubernix(ctx, "up", "--detach")
-			if code == 0 {
-				t.Cleanup(func() { e.kubernix(context.Background(), "down") })
-			}
-			if code != 2 || !strings.Contains(out, tt.want) {
-				t.Fatalf("up: exit %d, output:\n%s\nwant exit 2 mentioning %q", code, out, tt.want)
-			}
-			e.checkRefusedLeftNothing(t, before)
+			e.upRefused(ctx, t, []string{"--detach"}, tt.want)
 		})
 	}
 }

@@ -207,15 +207,7 @@ func TestPortsInUse(t *testing.T) {
 				t.Fatal(err)
 			}
 			defer holder.Close()
-			before := dirList(t, e.stateDir)
-			out, code := e.kubernix(ctx, "up", "--detach")
-			if code == 0 {
-				t.Cleanup(func() { e.kubernix(context.Background(), "down") })
-			}
-			if code != 2 || !strings.Contains(out, tt.want) {
-				t.Fatalf("up with %s %s taken: exit %d, output:\n%s\nwant exit 2 mentioning %q", tt.proto, tt.addr, code, out, tt.want)
-			}
-			e.checkRefusedLeftNothing(t, before)
+			e.upRefused(ctx, t, []string{"--detach"}, tt.want)
 		})
 	}
 }
