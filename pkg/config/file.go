@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 
@@ -139,9 +140,56 @@ func fileError(path string, err error) error {
 	var decodeErr *toml.DecodeError
 	if errors.As(err, &decodeErr) {
 		row, col := decodeErr.Position()
-		return fmt.Errorf("config file %s:%d:%d: %s", path, row, col, decodeErr.Error())
+		return fmt.Errorf("config file %s:%d:%d: %s", path, row, col, typeErrorText(decodeErr.Error()))
 	}
 	return fmt.Errorf("config file %s: %w", path, err)
+}
+
+// goTypeError matches go-toml's type error, which names a Go struct field
+// of this package: "toml: cannot decode TOML string into struct field
+// config.document.Nodes of type int".
+var goTypeError = regexp.MustCompile(`^toml: cannot decode TOML (\w+) into struct field config\.(\w+)\.(\w+) of type \S+$`)
+
+// fileStructs are the structs a config file decodes into, by Go name.
+var fileStructs = map[string]reflect.Type{
+	"document": reflect.TypeFor[document](), "nodesDocument": reflect.TypeFor[nodesDocument](),
+	"Components": reflect.TypeFor[Components](), "Component": reflect.TypeFor[Component](),
+	"ContainerdComponent": reflect.TypeFor[ContainerdComponent](), "NodeSpec": reflect.TypeFor[NodeSpec](),
+	"Mount": reflect.TypeFor[Mount](), "PortMapping": reflect.TypeFor[PortMapping](),
+}
+
+// typeErrorText says a go-toml type error msg in the file's terms: the
+// key and the TOML type it takes ("nodes: a string, where an integer
+// belongs"), or returns msg as it is.
+func typeErrorText(msg string) string {
+	m := goTypeError.FindStringSubmatch(msg)
+	if m == nil {
+		return msg
+	}
+	t, ok := fileStructs[m[2]]
+	if !ok {
+		return msg
+	}
+	field, ok := t.FieldByName(m[3])
+	if !ok {
+		return msg
+	}
+	want := tomlType(field.Type)
+	if tomlKey(field) == "nodes" {
+		want = "integer (or [[nodes]] tables)"
+	}
+	return fmt.Sprintf("%s: a TOML %s, where %s belongs", tomlKey(field), m[1], article(want))
+}
+
+// article puts "a" or "an" before a noun phrase, unless it has one.
+func article(s string) string {
+	switch {
+	case strings.HasPrefix(s, "a "):
+		return s
+	case strings.IndexAny(s[:1], "aeiou") == 0:
+		return "an " + s
+	}
+	return "a " + s
 }
 
 // unknownKey describes e, an unknown key (or table) of the file path:

@@ -114,3 +114,25 @@ func TestMarshalVersioned(t *testing.T) {
 		t.Fatalf("read back (%v):\n%s\nwant:\n%s", err, got, cfg)
 	}
 }
+
+// TestTypeErrors: a value of the wrong TOML type is named by its key and
+// the type it takes, not by the Go struct field it decodes into.
+func TestTypeErrors(t *testing.T) {
+	tests := []struct{ file, want string }{
+		{"cidr = 5\n", ":1:8: cidr: a TOML integer, where a string belongs"},
+		{"nodes = 'two'\n", ":1:9: nodes: a TOML string, where an integer (or [[nodes]] tables) belongs"},
+		{"feature_gates = { A = 'yes' }\n", ":1:23: feature_gates: a TOML string, where a table of booleans belongs"},
+		{"[[nodes]]\nports = [{ host_port = '80', node_port = 1 }]\n", ":2:24: host_port: a TOML string, where an integer belongs"},
+		{"[components.kubelet]\nargs = '--x'\n", ":2:8: args: a TOML string, where an array of strings belongs"},
+	}
+	for _, tt := range tests {
+		file := filepath.Join(t.TempDir(), "k.toml")
+		if err := os.WriteFile(file, []byte(tt.file), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, err := Load(nil, []string{"KUBERNIX_CONFIG=" + file})
+		if err == nil || !strings.Contains(err.Error(), file+tt.want) {
+			t.Errorf("%q: %v\nwant %q", tt.file, err, file+tt.want)
+		}
+	}
+}

@@ -6,11 +6,15 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/pelletier/go-toml/v2"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/validation"
+	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/kubernix/kubernix/pkg/addons"
 )
@@ -79,7 +83,7 @@ type Mount struct {
 type PortMapping struct {
 	// ListenAddress is the host address listened on; empty means
 	// 127.0.0.1, this machine only.
-	ListenAddress string `toml:"listen_address,omitempty" usage:"host address listened on (default 127.0.0.1: this machine only)"`
+	ListenAddress string `toml:"listen_address,omitempty" usage:"host IPv4 address listened on (default 127.0.0.1: this machine only; 0.0.0.0: every address of the host, its IPv6 ones too)"`
 	// HostPort is the host port, 1..65535; 0 means NodePort.
 	HostPort int `toml:"host_port,omitempty" usage:"host port (default: node_port)"`
 	// NodePort is the port on the node: a Service's NodePort or a pod's hostPort.
@@ -159,10 +163,10 @@ func (c *Config) validateSpec() []error {
 		}
 	}
 	for key, value := range c.RuntimeConfig {
-		if key == "" || strings.ContainsAny(key, "=, ") {
-			add("--runtime-config %q: not an API group/version (e.g. api/beta, batch/v2alpha1)", key)
+		if err := runtimeConfigKeyProblem(key); err != nil {
+			add("--runtime-config %q: %v", key, err)
 		}
-		if value != "true" && value != "false" {
+		if _, err := strconv.ParseBool(value); value != "" && err != nil {
 			add("--runtime-config %s=%q: must be true or false", key, value)
 		}
 	}
@@ -257,6 +261,7 @@ func (c *Config) validateNodeSpecs() []error {
 				add("%s.mounts[%d]: --executor process runs the node in the host's mount namespace, where this mount would change the host itself; use --executor container, or a mount whose node_path is its host_path and that is not read_only (the node then sees the host path as it is)", at, j)
 			}
 		}
+		errs = append(errs, mountTargetProblems(at, spec.Mounts)...)
 		for j, m := range spec.Ports {
 			errs = append(errs, portProblems(fmt.Sprintf("%s.ports[%d]", at, j), m, ports)...)
 		}
@@ -331,8 +336,34 @@ func mountProblems(at string, m Mount) []error {
 	} else if _, err := os.Stat(m.HostPath); err != nil {
 		errs = append(errs, fmt.Errorf("%s.host_path %s: %w", at, m.HostPath, errors.Unwrap(err)))
 	}
-	if m.NodePath != "" && (!filepath.IsAbs(m.NodePath) || filepath.Clean(m.NodePath) == "/") {
-		errs = append(errs, fmt.Errorf("%s.node_path %q: must be an absolute path other than /", at, m.NodePath))
+	if trimmed := strings.TrimRight(m.NodePath, "/"); m.NodePath != "" && (!filepath.IsAbs(m.NodePath) || filepath.Clean(trimmed) != trimmed || trimmed == "") {
+		errs = append(errs, fmt.Errorf("%s.node_path %q: must be a clean absolute path other than / (e.g. %s)", at, m.NodePath, filepath.Clean("/"+m.NodePath)))
+	}
+	for _, dir := range reservedNodeDirs {
+		if target := m.Target(); target == dir || strings.HasPrefix(target, dir+"/") {
+			errs = append(errs, fmt.Errorf("%s.node_path %s: under %s, which the node's kernel file systems or kubelet own; choose another path", at, target, dir))
+		}
+	}
+	return errs
+}
+
+// reservedNodeDirs are the paths of a node that a mount may not replace:
+// the kernel's file systems, and the kubelet's fixed directory (its device
+// plugin sockets, a tmpfs of the node's own).
+var reservedNodeDirs = []string{"/proc", "/sys", "/dev", "/var/lib/kubelet"}
+
+// mountTargetProblems checks one node's mounts against each other: two
+// mounts onto one path, or one inside the other, where the order of the
+// binds would decide what the node sees.
+func mountTargetProblems(at string, mounts []Mount) []error {
+	var errs []error
+	for j, a := range mounts {
+		for k, b := range mounts[:j] {
+			ta, tb := filepath.Clean(a.Target()), filepath.Clean(b.Target())
+			if ta == tb || strings.HasPrefix(ta, tb+"/") || strings.HasPrefix(tb, ta+"/") {
+				errs = append(errs, fmt.Errorf("%s.mounts[%d] at %s and %s.mounts[%d] at %s: one node path may not hold, or lie inside, another mount", at, j, ta, at, k, tb))
+			}
+		}
 	}
 	return errs
 }
@@ -355,11 +386,78 @@ func portProblems(at string, m PortMapping, seen map[string]string) []error {
 		add("%s.protocol %q: must be TCP or UDP", at, m.Protocol)
 	}
 	if len(errs) == 0 {
+		// 0.0.0.0 takes the port on every address: it collides with any.
 		key := fmt.Sprintf("%s/%s", m.Listen(), m.Proto())
-		if other, ok := seen[key]; ok {
-			add("%s: %s is already published by %s", at, key, other)
+		for other, by := range seen {
+			if overlapping(key, other) {
+				add("%s: %s collides with %s of %s", at, key, other, by)
+			}
 		}
 		seen[key] = at
 	}
 	return errs
+}
+
+// overlapping reports whether two published "address:port/PROTO" keys
+// take the same host port: the same protocol and port, and the same
+// address or either the wildcard 0.0.0.0.
+func overlapping(a, b string) bool {
+	addrA, restA, _ := strings.Cut(a, ":")
+	addrB, restB, _ := strings.Cut(b, ":")
+	return restA == restB && (addrA == addrB || addrA == "0.0.0.0" || addrB == "0.0.0.0")
+}
+
+// runtimeConfigKeyProblem says why key cannot be a key of kube-apiserver's
+// --runtime-config, as the apiserver would at start
+// (k8s.io/apiserver/pkg/server/resourceconfig): not api/<matcher> or
+// group/version[/resource], a group it does not serve, or a version of
+// that group no client of its release knows. The groups and versions are
+// client-go's (k8s.io/client-go/kubernetes/scheme), of the release the
+// bundle's apiserver is built from, and the groups of the extension and
+// aggregation servers it chains, extensionGroups, whose versions the
+// apiserver checks at start. (client-go also knows a few versions the
+// apiserver no longer serves, such as batch/v1beta1: it refuses those.)
+func runtimeConfigKeyProblem(key string) error {
+	tokens := strings.Split(key, "/")
+	if len(tokens) < 2 || len(tokens) > 3 || slices.Contains(tokens, "") {
+		return errors.New("not an API group version: write api/all, api/ga, api/beta, api/alpha, group/version or group/version/resource")
+	}
+	if tokens[0] == "api" {
+		return nil // the matchers and the legacy core API
+	}
+	gv := schema.GroupVersion{Group: tokens[0], Version: tokens[1]}
+	if slices.Contains(extensionGroups, gv.Group) {
+		return nil
+	}
+	if !scheme.Scheme.IsGroupRegistered(gv.Group) {
+		msg := fmt.Sprintf("the kube-apiserver serves no API group %s", gv.Group)
+		if near := Nearest(gv.Group, servedGroups()); near != "" {
+			msg += fmt.Sprintf("; did you mean %s?", near)
+		}
+		return errors.New(msg)
+	}
+	if !scheme.Scheme.IsVersionRegistered(gv) {
+		var versions []string
+		for _, v := range scheme.Scheme.PrioritizedVersionsForGroup(gv.Group) {
+			versions = append(versions, v.Version)
+		}
+		return fmt.Errorf("the kube-apiserver serves API group %s in versions %s, not %s", gv.Group, strings.Join(versions, ", "), gv.Version)
+	}
+	return nil
+}
+
+// extensionGroups are the API groups of the servers the kube-apiserver
+// chains before and after its own: apiextensions-apiserver's
+// (CustomResourceDefinitions) and kube-aggregator's (APIServices).
+var extensionGroups = []string{"apiextensions.k8s.io", "apiregistration.k8s.io"}
+
+// servedGroups lists every API group the kube-apiserver serves.
+func servedGroups() []string {
+	groups := slices.Clone(extensionGroups)
+	for _, gv := range scheme.Scheme.PrioritizedVersionsAllGroups() {
+		if !slices.Contains(groups, gv.Group) {
+			groups = append(groups, gv.Group)
+		}
+	}
+	return groups
 }

@@ -116,8 +116,13 @@ func TestValidateSpec(t *testing.T) {
 	}{
 		{"feature gate and runtime config", func(c *Config) {
 			c.FeatureGates = map[string]bool{"A=B": true}
-			c.RuntimeConfig = map[string]string{"api/beta": "yes"}
-		}, []string{`--feature-gates "A=B": not a feature gate name`, `--runtime-config api/beta="yes": must be true or false`}},
+			c.RuntimeConfig = map[string]string{"api/beta": "yes", "bogus.k8s.io/v9": "true", "coordinaton.k8s.io/v1beta1": "",
+				"batch/v2alpha1": "true", "batch": "true", "coordination.k8s.io/v1beta1": "", "apiregistration.k8s.io/v1": "1"}
+		}, []string{`--feature-gates "A=B": not a feature gate name`, `--runtime-config api/beta="yes": must be true or false`,
+			`--runtime-config "bogus.k8s.io/v9": the kube-apiserver serves no API group bogus.k8s.io` + "\n",
+			`--runtime-config "coordinaton.k8s.io/v1beta1": the kube-apiserver serves no API group coordinaton.k8s.io; did you mean coordination.k8s.io?`,
+			`--runtime-config "batch/v2alpha1": the kube-apiserver serves API group batch in versions v1, v1beta1, not v2alpha1`,
+			`--runtime-config "batch": not an API group version`}},
 		{"audit policy", func(c *Config) { c.AuditPolicy = filepath.Join(dir, "missing.yaml") },
 			[]string{"--audit-policy " + dir + "/missing.yaml: not a readable file"}},
 		{"component args", func(c *Config) {
@@ -134,9 +139,20 @@ func TestValidateSpec(t *testing.T) {
 		}, []string{
 			`nodes[0].name "Bad_Name"`, `nodes[0].labels a="b c"`, `nodes[0].taints[0] "a=b:Never": effect "Never"`,
 			`nodes[0].mounts[0].host_path "rel": must be an absolute path`, "nodes[0].mounts[1].host_path " + dir + "/missing: no such file or directory",
-			`nodes[0].mounts[1].node_path "/"`, "nodes[0].ports[1]: 127.0.0.1:30080/TCP is already published by nodes[0].ports[0]",
+			`nodes[0].mounts[1].node_path "/"`, "nodes[0].ports[1]: 127.0.0.1:30080/TCP collides with 127.0.0.1:30080/TCP of nodes[0].ports[0]",
 			"nodes[0].ports[2].node_port 70000", `nodes[0].ports[2].protocol "sctp"`, `nodes[0].ports[2].listen_address "::1"`,
 			`nodes[1].kubelet_args[0] "max-pods=3"`,
+		}},
+		{"mounts and ports that collide", func(c *Config) {
+			c.Nodes = 2
+			c.NodeSpecs = []NodeSpec{{
+				Mounts: []Mount{{HostPath: dir, NodePath: "/data"}, {HostPath: dir, NodePath: "/data/sub"}, {HostPath: dir, NodePath: "/proc/x"}, {HostPath: dir, NodePath: "/a/../b"}},
+				Ports:  []PortMapping{{NodePort: 30080, HostPort: 8080}, {NodePort: 30081, HostPort: 8080, ListenAddress: "0.0.0.0"}, {NodePort: 30082, HostPort: 8080, Protocol: "UDP", ListenAddress: "0.0.0.0"}},
+			}}
+		}, []string{
+			"nodes[0].mounts[1] at /data/sub and nodes[0].mounts[0] at /data: one node path may not hold, or lie inside, another mount",
+			"nodes[0].mounts[2].node_path /proc/x: under /proc", `nodes[0].mounts[3].node_path "/a/../b": must be a clean absolute path other than / (e.g. /b)`,
+			"nodes[0].ports[1]: 0.0.0.0:8080/TCP collides with 127.0.0.1:8080/TCP of nodes[0].ports[0]",
 		}},
 		{"duplicate node names", func(c *Config) {
 			c.Nodes = 2
@@ -152,9 +168,12 @@ func TestValidateSpec(t *testing.T) {
 				t.Fatalf("Validate() = nil, want %q", tt.want)
 			}
 			for _, want := range tt.want {
-				if !strings.Contains(err.Error(), want) {
+				if !strings.Contains(err.Error()+"\n", want) {
 					t.Errorf("Validate() = %v\nwant it to contain %q", err, want)
 				}
+			}
+			if n := strings.Count(err.Error(), "\n"); n != len(tt.want) {
+				t.Errorf("Validate() reports %d problems, want %d:\n%v", n, len(tt.want), err)
 			}
 		})
 	}
