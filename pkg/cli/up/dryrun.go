@@ -16,7 +16,7 @@ import (
 // would start (cluster.WritePlan), as root or, for an ordinary user,
 // rootless, and changes nothing: no state dir, PKI, network or process.
 // How the config differs from the one the cluster last ran with is
-// printed after it (cluster.ConfigChanges); what up would refuse (a
+// printed after the plan (cluster.ConfigChanges); what up would refuse (a
 // running cluster, a change that needs a new cluster, the doctor's
 // failed checks, a taken port) is printed after the plan, and the exit
 // code is then up's.

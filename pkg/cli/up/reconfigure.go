@@ -23,10 +23,14 @@ func checkChanges(env *common.Env, cfg config.Config, rootless bool) error {
 }
 
 // refuseRunning is up's error for cfg's cluster while its supervisor pid
-// runs: cluster.ErrTaken, listing what cfg, its ports chosen as up would
-// choose them, changes (a record that cannot be read lists nothing).
+// runs: cluster.ErrTaken, listing what cfg changes (a record that cannot
+// be read lists nothing), its ports chosen as up would choose them. A
+// rootless cluster's ports are compared as given: its own port forward
+// holds them, which ChoosePortOn cannot tell from another program's.
 func refuseRunning(cfg config.Config, pid int, rootless bool) error {
-	cfg, _, _ = choosePorts(cfg, rootless)
+	if !rootless {
+		cfg, _, _ = choosePorts(cfg, false)
+	}
 	changes, _ := cluster.ConfigChanges(cfg, rootless)
 	return cluster.RunningError(cfg.Name, pid, changes)
 }
