@@ -123,3 +123,36 @@ func snapshotDir(t *testing.T, dir string) string {
 	}
 	return b.String()
 }
+
+// TestReconfigureRootless: up of a stopped rootless cluster with another
+// addon says so and nothing else (its ports and delegated cgroup compare
+// as chosen, not as changes), and up of the running one with another
+// addon is refused listing that change alone; with its own config it
+// keeps the message of the state dir's lock.
+func TestReconfigureRootless(t *testing.T) {
+	rc := newRootlessCluster(t, "kxrreconf", "kxr-rl")
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	up := func(addons string) (string, int) {
+		return rc.u.kubernix(ctx, "up", "--detach", "--name", rc.name, "--cidr", "10.184.0.0/16", "--addons", addons)
+	}
+	if out, code := up("coredns"); code != 0 {
+		t.Fatalf("up exited %d:\n%s", code, out)
+	}
+	if out, code := rc.u.kubernix(ctx, "down", "--name", rc.name); code != 0 {
+		t.Fatalf("down exited %d:\n%s", code, out)
+	}
+	const change = "\n  addons: ['coredns'] → ['coredns', 'local-path-storage']\n"
+	out, code := up("coredns,local-path-storage")
+	if code != 0 || !strings.Contains(out, "applying the changes since its last run:"+change) {
+		t.Fatalf("up with another addon: exit %d, want 0 listing that change alone:\n%s", code, out)
+	}
+	out, code = up("coredns")
+	if code != 1 || !strings.Contains(out, "differs from the one it runs with in:\n  addons: ['coredns', 'local-path-storage'] → ['coredns']\n`kubernix down") {
+		t.Errorf("up of the running cluster with another addon: exit %d, want 1 listing that change alone:\n%s", code, out)
+	}
+	out, code = up("coredns,local-path-storage")
+	if code != 1 || !strings.Contains(out, "is being started or supervised by pid") || strings.Contains(out, "differs") {
+		t.Errorf("up of the running cluster with its config: exit %d, want 1 with the lock's message alone:\n%s", code, out)
+	}
+}

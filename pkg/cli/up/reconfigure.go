@@ -1,9 +1,12 @@
 package up
 
 import (
+	"os"
+
 	"github.com/kubernix/kubernix/pkg/cli/common"
 	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/rootless"
 )
 
 // checkChanges compares cfg, its ports chosen, with the config its
@@ -23,16 +26,41 @@ func checkChanges(env *common.Env, cfg config.Config, rootless bool) error {
 }
 
 // refuseRunning is up's error for cfg's cluster while its supervisor pid
-// runs: cluster.ErrTaken, listing what cfg changes (a record that cannot
-// be read lists nothing), its ports chosen as up would choose them. A
-// rootless cluster's ports are compared as given: its own port forward
-// holds them, which ChoosePortOn cannot tell from another program's.
-func refuseRunning(cfg config.Config, pid int, rootless bool) error {
-	if !rootless {
-		cfg, _, _ = choosePorts(cfg, false)
+// runs: cluster.ErrTaken, listing runningChanges.
+func refuseRunning(cfg config.Config, pid int, asUser bool) error {
+	return cluster.RunningError(cfg.Name, pid, runningChanges(cfg, asUser))
+}
+
+// refuseRunningChanged is refuseRunning for a rootless cluster, checked
+// before the state dir's lock, which its supervisor holds: nil when the
+// cluster does not run or cfg changes nothing in it, so that the lock's
+// message stays the one of an unchanged config.
+func refuseRunningChanged(cfg config.Config) error {
+	pid, ok := cluster.Running(cfg.Paths())
+	if !ok {
+		return nil
 	}
-	changes, _ := cluster.ConfigChanges(cfg, rootless)
+	changes := runningChanges(cfg, true)
+	if len(changes) == 0 {
+		return nil
+	}
 	return cluster.RunningError(cfg.Name, pid, changes)
+}
+
+// runningChanges is what cfg changes in its running cluster (a record
+// that cannot be read lists nothing), its ports chosen as up would choose
+// them. A rootless cluster's ports are compared as given (its own port
+// forward holds them, which ChoosePortOn cannot tell from another
+// program's), and its cgroup parent, unset, as the delegated one that up
+// would take.
+func runningChanges(cfg config.Config, asUser bool) []cluster.Change {
+	if !asUser {
+		cfg, _, _ = choosePorts(cfg, false)
+	} else if cfg.CgroupParent == "" {
+		cfg.CgroupParent, _ = rootless.DelegatedCgroup(os.Getuid())
+	}
+	changes, _ := cluster.ConfigChanges(cfg, asUser)
+	return changes
 }
 
 // choosePorts returns cfg with the apiserver and registry ports up would

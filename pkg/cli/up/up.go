@@ -135,6 +135,9 @@ func runUp(ctx context.Context, env *common.Env, f *flags, notify *notifier) err
 		if err := cluster.CheckRootless(cfg); err != nil {
 			return err
 		}
+		if err := refuseRunningChanged(cfg); err != nil {
+			return err
+		}
 		lock, err := lockState()
 		if err != nil {
 			return err
