@@ -14,7 +14,8 @@ import (
 
 // TestReconfigure checks item 4 of issue 15 on one cluster: up of a
 // stopped cluster with another config says what changed and applies it
-// (a node added, an addon added; a node removed leaves no Node behind);
+// (a node added with a label, an addon added; a node removed leaves no
+// Node behind);
 // a change that needs a new cluster (--cidr) is refused with exit 2
 // naming the key and how to proceed, and changes nothing (the recorded
 // config, the state dir, the host's routes); up of the running cluster
@@ -31,14 +32,23 @@ func TestReconfigure(t *testing.T) {
 	e.mustKubernix(ctx, "up", "--detach", "--nodes", "1", "--addons", "coredns")
 	e.mustKubernix(ctx, "down")
 
-	out := e.mustKubernix(ctx, "up", "--detach", "--nodes", "2", "--addons", "coredns,local-path-storage")
-	for _, want := range []string{"nodes: 1 → 2\n", "addons: ['coredns'] → ['coredns', 'local-path-storage']\n"} {
+	// Two nodes, the second labelled, and another addon.
+	file := filepath.Join(t.TempDir(), "cluster.toml")
+	if err := os.WriteFile(file, []byte("[[nodes]]\n[[nodes]]\nlabels = { tier = 'kxr' }\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	two := []string{"--detach", "--config", file, "--addons", "coredns,local-path-storage"}
+	out := e.mustKubernix(ctx, "up", two...)
+	for _, want := range []string{"\n  nodes: 1 → 2\n", "\n  nodes[1].labels.tier: (unset) → 'kxr'\n", "\n  addons: ['coredns'] → ['coredns', 'local-path-storage']\n"} {
 		if !strings.Contains(out, want) {
-			t.Errorf("up with 2 nodes and another addon does not say %q:\n%s", want, out)
+			t.Errorf("up with 2 nodes, a label and another addon does not say %q:\n%s", want, out)
 		}
 	}
 	if got := e.nodeNames(ctx); got != node0+" "+node1 {
-		t.Errorf("after up --nodes 2, the nodes are %q, want %s and %s", got, node0, node1)
+		t.Errorf("after up with 2 nodes, the nodes are %q, want %s and %s", got, node0, node1)
+	}
+	if got := e.mustKubectl(ctx, "get", "node", node1, "-o", "jsonpath={.metadata.labels.tier}"); got != "kxr" {
+		t.Errorf("node %s has label tier=%q, want kxr", node1, got)
 	}
 	e.mustKubectl(ctx, "get", "storageclass", "standard")
 
@@ -49,7 +59,7 @@ func TestReconfigure(t *testing.T) {
 		!strings.Contains(out, fmt.Sprintf("`kubernix down --name %s` then `kubernix up` applies the changes", e.name)) {
 		t.Errorf("up --nodes 3 of the running 2-node cluster: exit %d, want 1 listing nodes: 2 → 3 and how to apply it:\n%s", code, out)
 	}
-	out, code = e.kubernix(ctx, "up", "--detach", "--nodes", "2", "--addons", "coredns,local-path-storage")
+	out, code = e.kubernix(ctx, "up", two...)
 	if code != 1 || !strings.Contains(out, "use another --name, or `kubernix down --name "+e.name+"`") || strings.Contains(out, "differs") {
 		t.Errorf("up of the running cluster with its own config: exit %d, want 1 with the running message alone:\n%s", code, out)
 	}
@@ -62,7 +72,7 @@ func TestReconfigure(t *testing.T) {
 		t.Fatal(err)
 	}
 	stateBefore := snapshotDir(t, e.stateDir)
-	out, code = e.kubernix(ctx, "up", "--detach", "--nodes", "2", "--addons", "coredns,local-path-storage", "--cidr", otherCIDR)
+	out, code = e.kubernix(ctx, "up", append(two, "--cidr", otherCIDR)...)
 	for _, want := range []string{
 		fmt.Sprintf("\ncidr: '%s' → '%s' (needs a new cluster: ", cidr, otherCIDR),
 		"\nservice_cidr: '10.184.16.0/20' → '10.185.16.0/20' (needs a new cluster: ",
@@ -88,8 +98,8 @@ func TestReconfigure(t *testing.T) {
 	}
 
 	out = e.mustKubernix(ctx, "up", "--detach", "--nodes", "1", "--addons", "coredns,local-path-storage")
-	if !strings.Contains(out, "nodes: 2 → 1\n") {
-		t.Errorf("up --nodes 1 does not say nodes: 2 → 1:\n%s", out)
+	if !strings.Contains(out, "nodes: 2 → 1\n") || !strings.Contains(out, "nodes[1].labels.tier: 'kxr' → (unset)\n") {
+		t.Errorf("up --nodes 1 does not say nodes: 2 → 1 and the label gone:\n%s", out)
 	}
 	if got := e.nodeNames(ctx); got != node0 {
 		t.Errorf("after up --nodes 1, the nodes are %q, want %s alone", got, node0)

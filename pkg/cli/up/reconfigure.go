@@ -12,11 +12,13 @@ import (
 // checkChanges compares cfg, its ports chosen, with the config its
 // cluster last ran with (cluster.ConfigChanges): it refuses, changing
 // nothing, what needs a new cluster (an error wrapping config.ErrInvalid),
-// and prints the other changes, which up applies.
+// and prints the other changes, which up applies. A record it cannot read
+// is left to the supervisor, whose cluster.Up refuses it before it starts
+// anything (RemoveLeftovers) and reports that as its own error.
 func checkChanges(env *common.Env, cfg config.Config, rootless bool) error {
 	changes, err := cluster.ConfigChanges(cfg, rootless)
 	if err != nil {
-		return err
+		return nil
 	}
 	if err := cluster.RefuseNewCluster(cfg.Name, changes); err != nil {
 		return err
