@@ -43,7 +43,7 @@ var hostLoopback = netip.MustParseAddr("127.0.0.1")
 func runRootless(ctx context.Context, env *common.Env, cfg config.Config, f *flags, lock *cluster.StateLock) error {
 	paths := cfg.Paths()
 	if pid, ok := cluster.Running(paths); ok {
-		return fmt.Errorf("%w: %s (supervisor pid %d); use another --name, or `kubernix down --name %s`", cluster.ErrTaken, cfg.Name, pid, cfg.Name)
+		return refuseRunning(cfg, pid, true)
 	}
 	kit, err := prepareRootless(ctx, env, &cfg)
 	if err != nil {
@@ -123,6 +123,9 @@ func prepareRootless(ctx context.Context, env *common.Env, cfg *config.Config) (
 		return rootless.Kit{}, fmt.Errorf("%w:\n%w", config.ErrInvalid, errors.Join(errs...))
 	}
 	cfg.CgroupParent = facts.CgroupParent
+	if err := checkChanges(env, *cfg, true); err != nil {
+		return rootless.Kit{}, err
+	}
 	if changed, err := rootless.FillCpuset(cfg.CgroupParent); err != nil {
 		return rootless.Kit{}, fmt.Errorf("cgroup %s: %w", cfg.CgroupParent, err)
 	} else if changed {

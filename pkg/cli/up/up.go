@@ -135,6 +135,9 @@ func runUp(ctx context.Context, env *common.Env, f *flags, notify *notifier) err
 		if err := cluster.CheckRootless(cfg); err != nil {
 			return err
 		}
+		if err := refuseRunningChanged(cfg); err != nil {
+			return err
+		}
 		lock, err := lockState()
 		if err != nil {
 			return err
@@ -152,7 +155,7 @@ func runUp(ctx context.Context, env *common.Env, f *flags, notify *notifier) err
 // or in a detached supervisor.
 func runAsRoot(ctx context.Context, env *common.Env, cfg config.Config, f *flags, notify *notifier, lockState func() (*cluster.StateLock, error)) error {
 	if pid, ok := cluster.Running(cfg.Paths()); ok {
-		return fmt.Errorf("%w: %s (supervisor pid %d); use another --name, or `kubernix down --name %s`", cluster.ErrTaken, cfg.Name, pid, cfg.Name)
+		return refuseRunning(cfg, pid, false)
 	}
 	// A port held by what a killed run left (its apiserver, say) counts
 	// as free: Up removes those leftovers before it starts anything.
@@ -169,6 +172,9 @@ func runAsRoot(ctx context.Context, env *common.Env, cfg config.Config, f *flags
 	} else if port != cfg.LocalRegistryPort() {
 		common.Fprintf(env.Streams.Err, "registry port %d is in use; using %d\n", cfg.RegistryPort, port)
 		cfg.RegistryPort = port
+	}
+	if err := checkChanges(env, cfg, false); err != nil {
+		return err
 	}
 	if err := cluster.Preflight(cfg); err != nil {
 		return err
