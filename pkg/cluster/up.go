@@ -43,6 +43,10 @@ type Options struct {
 	// KubeconfigPath is where the admin context is merged; "" means the
 	// invoking user's kubeconfig (kubeconfig.UserTarget).
 	KubeconfigPath string
+	// Asked is the settings up was given, as config.MarshalExplicit
+	// renders them, written to Paths.AskedConfigFile once the cluster is
+	// Ready; nil writes nothing.
+	Asked []byte
 }
 
 // Cluster is a running cluster, as Up returns it.
@@ -126,6 +130,11 @@ func Up(ctx context.Context, plan *Plan, log *slog.Logger, opts Options) (*Clust
 	}
 	c.timings.Total = time.Since(begin)
 	_ = c.timings.save(plan.Paths)
+	if opts.Asked != nil {
+		if err := writeFile(plan.Paths.AskedConfigFile(), opts.Asked); err != nil {
+			log.Warn("record the settings up was given", "err", err)
+		}
+	}
 	c.progress("cluster %q ready in %s: %d node(s), kubectl context %s\n", plan.Cfg.Name, round(c.timings.Total), len(plan.Nodes), plan.Cfg.ContextName())
 	c.progress("%s", c.kubeconfigWarning)
 	return c, nil

@@ -219,6 +219,11 @@ func LoadExplicit(flags *Flags, environ []string) (Config, []string, error) {
 	if len(errs) > 0 {
 		return cfg, explicit, fmt.Errorf("%w:\n%w", ErrInvalid, errors.Join(errs...))
 	}
+	if cfg.Nodes >= 0 && len(cfg.NodeSpecs) > cfg.Nodes {
+		// --nodes (or KUBERNIX_NODES) wins over the file: the nodes of
+		// its [[nodes]] past the count are not started.
+		cfg.NodeSpecs = cfg.NodeSpecs[:cfg.Nodes]
+	}
 	cfg.Resolve()
 	return cfg, explicit, nil
 }

@@ -20,6 +20,13 @@ func (c *Config) Paths() Paths { return Paths{State: c.StateDir} }
 // ConfigFile is where the effective config is written on up.
 func (p Paths) ConfigFile() string { return filepath.Join(p.State, "kubernix.toml") }
 
+// AskedConfigFile is where up writes the settings it was given, as
+// `config view` prints them (MarshalExplicit: the defaults and derived
+// values commented out). An up of the cluster without a config file
+// starts from it, so a cluster comes back as it was asked for, and flags
+// change only what they set.
+func (p Paths) AskedConfigFile() string { return filepath.Join(p.State, "cluster.toml") }
+
 // PKI is the directory of certificates and keys.
 func (p Paths) PKI() string { return filepath.Join(p.State, "pki") }
 

@@ -99,7 +99,7 @@ These are set in the file only. A component's ` + "`args`" + ` come after kubern
 own flags, and a flag kubernix sets too takes the given value instead:
 ` + "`kubernix up --dry-run`" + ` prints each command line as it will run. The
 ` + "`nodes`" + ` key is either the number of nodes or a list of ` + "`[[nodes]]`" + ` tables,
-one a node; ` + "`--nodes`" + ` may add nodes after those the list describes.
+one a node; ` + "`--nodes`" + ` may add nodes after those the list describes, or leave its last ones out.
 `
 
 // componentNames lists the tables of Components, for the reference.

@@ -169,3 +169,27 @@ func TestDeclarativeConfigRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestUpStartsFromLastSettings: an up without a config file of a cluster
+// that ran before starts from the settings its last up was given, as k3s
+// and minikube do: up --nodes 2 --addons coredns, down, then a bare up
+// comes back with 2 nodes and CoreDNS only, changes nothing, and config
+// view shows those settings.
+func TestUpStartsFromLastSettings(t *testing.T) {
+	e := newEnv(t, "kxl", declCIDR)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	e.downOnCleanup()
+	e.mustKubernix(ctx, "up", "--detach", "--nodes", "2", "--addons", "coredns")
+	e.mustKubernix(ctx, "down")
+	out := e.mustKubernix(ctx, "up", "--detach")
+	if !strings.Contains(out, "starting from the settings of the cluster's last up") || strings.Contains(out, "applying the changes") {
+		t.Errorf("the second up does not say it starts from the last settings, or changes something:\n%s", out)
+	}
+	if nodes := strings.Fields(e.mustKubectl(ctx, "get", "nodes", "-o", "jsonpath={.items[*].metadata.name}")); len(nodes) != 2 {
+		t.Errorf("nodes %q after a bare up, want the 2 of the last up", nodes)
+	}
+	if view := e.mustKubernix(ctx, "config", "view"); !strings.Contains(view, "\nnodes = 2\n") || !strings.Contains(view, "\naddons = ['coredns']\n") {
+		t.Errorf("config view does not show the cluster's settings:\n%s", view)
+	}
+}

@@ -8,6 +8,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -79,6 +81,30 @@ func (e *Env) Config() (config.Config, error) {
 		return cfg, err
 	}
 	return cfg, cfg.Validate()
+}
+
+// UseClusterSettings makes the selected cluster's last asked settings
+// (config.Paths.AskedConfigFile) the config file, when no config file is
+// given (--config, $KUBERNIX_CONFIG) and that cluster ran before, as k3s
+// and minikube start again from a cluster's saved config: flags and
+// KUBERNIX_* variables then change only what they set. It returns the
+// file's path, "" when it uses none.
+func (e *Env) UseClusterSettings() string {
+	if e.Flags.File != "" || slices.ContainsFunc(e.Environ, func(kv string) bool {
+		return strings.HasPrefix(kv, config.EnvPrefix+"CONFIG=")
+	}) {
+		return ""
+	}
+	cfg, err := config.Load(e.Flags, e.Environ)
+	if err != nil {
+		return "" // Config reports it
+	}
+	asked := cfg.Paths().AskedConfigFile()
+	if _, err := os.Stat(asked); err != nil {
+		return ""
+	}
+	e.Flags.File = asked
+	return asked
 }
 
 // Logger returns a slog.Logger on the error stream at the config's level and

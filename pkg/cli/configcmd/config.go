@@ -34,6 +34,7 @@ that a file saved from it and read back with --config gives the same
 cluster, and editing a setting (say cidr) moves what derives from it.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			env.UseClusterSettings()
 			cfg, explicit, err := config.LoadExplicit(env.Flags, env.Environ)
 			if err == nil {
 				err = cfg.Validate()

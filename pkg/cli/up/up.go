@@ -100,7 +100,7 @@ func run(ctx context.Context, env *common.Env, f *flags) error {
 }
 
 func runUp(ctx context.Context, env *common.Env, f *flags, notify *notifier) error {
-	cfg, err := env.Config()
+	cfg, err := upConfig(env)
 	if err == nil {
 		err = common.CheckTimeout(f.timeout)
 	}
@@ -216,7 +216,7 @@ func supervise(ctx context.Context, env *common.Env, cfg config.Config, f *flags
 	common.Fprintf(env.Streams.Out, "Starting %s\n", plan)
 	upCtx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	c, err := cluster.Up(upCtx, plan, log, cluster.Options{Progress: progress, Retain: f.retain})
+	c, err := cluster.Up(upCtx, plan, log, cluster.Options{Progress: progress, Retain: f.retain, Asked: asked(env, cfg)})
 	if err != nil {
 		return err
 	}
