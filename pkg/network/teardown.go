@@ -10,8 +10,9 @@ import (
 )
 
 // Teardown removes, from the cluster name alone, everything Setup and
-// AttachNode made for cluster: the jump rules and the chains, the guard
-// table, the host veths (their peers go with them), the CNI bridge, the cluster bridge (its
+// AttachNode made for cluster: the jump rules and the chains (and, once
+// empty, the iptables tables any cluster's rules made: hosttables.go), the
+// guard table, the host veths (their peers go with them), the CNI bridge, the cluster bridge (its
 // routes go with it) and the cluster's unreachable routes. It is idempotent:
 // what is already gone is skipped, and every other failure is collected
 // with errors.Join while the rest is still removed. net.ipv4.ip_forward is
@@ -23,6 +24,9 @@ func Teardown(cluster string) error {
 	if ipt, err := newIPTables(); err != nil {
 		errs = append(errs, err)
 	} else if err := removeChains(ipt, n); err != nil {
+		errs = append(errs, err)
+	}
+	if err := removeMadeTables(context.Background(), nftHostTable, hostTablesFile()); err != nil {
 		errs = append(errs, err)
 	}
 	if err := removeGuard(context.Background(), n); err != nil {

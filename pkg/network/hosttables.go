@@ -1,0 +1,197 @@
+package network
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+
+	"sigs.k8s.io/knftables"
+
+	"github.com/kubernix/kubernix/internal/atomicfile"
+	"github.com/kubernix/kubernix/pkg/config"
+)
+
+// The host's iptables tables the cluster's chains hook into (see chains)
+// are, with the iptables-nft backend, nftables tables of family ip named
+// nat and filter. iptables makes such a table, with the base chain of the
+// hook, when the first rule goes into it, and never removes it: a host
+// that had none has two empty tables after the cluster's rules are gone.
+// kubernix removes the ones it made, once empty, as it removes everything
+// else it made. Clusters share them, so the record of what kubernix made
+// is the host's, not a cluster's: hostTablesFile. (With the legacy
+// backend the tables are the kernel's and never nftables ones: nothing
+// is recorded.)
+
+// hostTablesFile is the record of the iptables tables kubernix made on
+// this host: a JSON array of their names, under the state root of root's
+// clusters (the only ones that touch the host's tables).
+func hostTablesFile() string {
+	return filepath.Join(config.StateRoot(), ".host", "iptables-tables.json")
+}
+
+// hostTable returns an nftables handle on the ip table of that name.
+type hostTable func(name string) (knftables.Interface, error)
+
+// nftHostTable is hostTable on the host's nftables.
+func nftHostTable(name string) (knftables.Interface, error) {
+	return knftables.New(knftables.IPv4Family, name)
+}
+
+// hookTables lists the tables of n's chains.
+func (n Names) hookTables() []string {
+	var out []string
+	for _, c := range n.chains() {
+		if !slices.Contains(out, c.table) {
+			out = append(out, c.table)
+		}
+	}
+	return out
+}
+
+// missingTables returns the tables of tables that do not exist as
+// nftables tables now.
+func missingTables(ctx context.Context, open hostTable, tables []string) []string {
+	var out []string
+	for _, t := range tables {
+		if _, exists, err := tableContent(ctx, open, t); err == nil && !exists {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
+// recordMadeTables adds to the record file those of missing that exist
+// now: kubernix's rules made them.
+func recordMadeTables(ctx context.Context, open hostTable, file string, missing []string) error {
+	var made []string
+	for _, t := range missing {
+		if _, exists, err := tableContent(ctx, open, t); err == nil && exists {
+			made = append(made, t)
+		}
+	}
+	if len(made) == 0 {
+		return nil
+	}
+	recorded, err := readTables(file)
+	if err != nil {
+		return err
+	}
+	for _, t := range made {
+		if !slices.Contains(recorded, t) {
+			recorded = append(recorded, t)
+		}
+	}
+	return writeTables(file, recorded)
+}
+
+// removeMadeTables deletes each table of the record file that is empty
+// (chains without rules, nothing else: no cluster's rules are left in
+// it, nor anyone else's) and forgets it, as it forgets one that is gone.
+// A table in use stays recorded, for the down that empties it.
+func removeMadeTables(ctx context.Context, open hostTable, file string) error {
+	recorded, err := readTables(file)
+	if err != nil || len(recorded) == 0 {
+		return err
+	}
+	var keep []string
+	var errs []error
+	for _, t := range recorded {
+		empty, exists, err := tableContent(ctx, open, t)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+			keep = append(keep, t)
+		case !exists:
+		case !empty:
+			keep = append(keep, t)
+		default:
+			if err := deleteTable(ctx, open, t); err != nil {
+				errs = append(errs, err)
+				keep = append(keep, t)
+			}
+		}
+	}
+	if err := writeTables(file, keep); err != nil {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// tableContent reports whether the ip table name exists, and if so
+// whether it is empty: chains without rules, and no sets or maps.
+func tableContent(ctx context.Context, open hostTable, name string) (empty, exists bool, err error) {
+	nft, err := open(name)
+	if err != nil {
+		return false, false, fmt.Errorf("nftables table ip %s: %w", name, err)
+	}
+	chains, err := nft.List(ctx, "chains")
+	if knftables.IsNotFound(err) {
+		return false, false, nil
+	}
+	if err != nil {
+		return false, false, fmt.Errorf("nftables table ip %s: %w", name, err)
+	}
+	for _, kind := range []string{"sets", "maps"} {
+		if objs, err := nft.List(ctx, kind); err != nil || len(objs) > 0 {
+			return false, true, err
+		}
+	}
+	for _, chain := range chains {
+		if rules, err := nft.ListRules(ctx, chain); err != nil || len(rules) > 0 {
+			return false, true, err
+		}
+	}
+	return true, true, nil
+}
+
+// deleteTable deletes the ip table name.
+func deleteTable(ctx context.Context, open hostTable, name string) error {
+	nft, err := open(name)
+	if err != nil {
+		return err
+	}
+	tx := nft.NewTransaction()
+	tx.Delete(&knftables.Table{})
+	if err := nft.Run(ctx, tx); err != nil && !knftables.IsNotFound(err) {
+		return fmt.Errorf("delete the empty nftables table ip %s kubernix made: %w", name, err)
+	}
+	return nil
+}
+
+// readTables reads the record file: none recorded when it is missing.
+func readTables(file string) ([]string, error) {
+	b, err := os.ReadFile(file)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var tables []string
+	if err := json.Unmarshal(b, &tables); err != nil {
+		return nil, fmt.Errorf("%s: %w", file, err)
+	}
+	return tables, nil
+}
+
+// writeTables writes the record file, or removes it when tables is empty.
+func writeTables(file string, tables []string) error {
+	if len(tables) == 0 {
+		if err := os.Remove(file); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	b, err := json.Marshal(tables)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
+		return err
+	}
+	return atomicfile.Write(file, b, 0o644)
+}

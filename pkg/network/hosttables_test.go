@@ -1,0 +1,100 @@
+package network
+
+import (
+	"context"
+	"path/filepath"
+	"slices"
+	"testing"
+
+	"sigs.k8s.io/knftables"
+)
+
+// fakeTables is a host of fake nftables tables of family ip, by name.
+type fakeTables map[string]*knftables.Fake
+
+func (f fakeTables) open(name string) (knftables.Interface, error) {
+	if f[name] == nil {
+		f[name] = knftables.NewFake(knftables.IPv4Family, name)
+	}
+	return f[name], nil
+}
+
+// iptables adds a rule to the base chain hook of table, as iptables-nft
+// does: making the table and the chain when missing.
+func (f fakeTables) iptables(t *testing.T, table, hook string) *knftables.Rule {
+	t.Helper()
+	nft, _ := f.open(table)
+	tx := nft.NewTransaction()
+	tx.Add(&knftables.Table{})
+	tx.Add(&knftables.Chain{Name: hook})
+	tx.Add(&knftables.Rule{Chain: hook, Rule: "counter"})
+	if err := nft.Run(context.Background(), tx); err != nil {
+		t.Fatal(err)
+	}
+	rules, err := nft.ListRules(context.Background(), hook)
+	if err != nil || len(rules) == 0 {
+		t.Fatal(rules, err)
+	}
+	return rules[len(rules)-1]
+}
+
+// deleteRule removes rule from table, as iptables -D does.
+func (f fakeTables) deleteRule(t *testing.T, table string, rule *knftables.Rule) {
+	t.Helper()
+	tx := f[table].NewTransaction()
+	tx.Delete(&knftables.Rule{Chain: rule.Chain, Handle: rule.Handle})
+	if err := f[table].Run(context.Background(), tx); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (f fakeTables) exists(table string) bool {
+	return f[table] != nil && f[table].Table != nil
+}
+
+// TestMadeTables: the iptables tables a cluster's rules made are recorded
+// and removed once empty, and only those: a table that existed before
+// stays, empty or not, and a made table that still holds another
+// cluster's rule stays recorded until the down that empties it.
+func TestMadeTables(t *testing.T) {
+	ctx := context.Background()
+	file := filepath.Join(t.TempDir(), "host", "iptables-tables.json")
+	host := fakeTables{}
+	theirs := host.iptables(t, "filter", "FORWARD") // the host had a filter table
+	host.deleteRule(t, "filter", theirs)            // now empty, and not ours
+
+	missing := missingTables(ctx, host.open, []string{"nat", "filter"})
+	if !slices.Equal(missing, []string{"nat"}) {
+		t.Fatalf("missing = %q, want [nat]", missing)
+	}
+	a := host.iptables(t, "nat", "POSTROUTING") // cluster A's rules
+	host.iptables(t, "filter", "FORWARD")
+	if err := recordMadeTables(ctx, host.open, file, missing); err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := readTables(file); !slices.Equal(got, []string{"nat"}) {
+		t.Fatalf("recorded %q, want [nat]", got)
+	}
+	b := host.iptables(t, "nat", "POSTROUTING") // cluster B's rule, B up while A runs
+
+	host.deleteRule(t, "nat", a) // A down: B's rule is left
+	if err := removeMadeTables(ctx, host.open, file); err != nil {
+		t.Fatal(err)
+	}
+	if !host.exists("nat") {
+		t.Fatal("nat deleted while cluster B's rule is in it")
+	}
+	host.deleteRule(t, "nat", b) // B down
+	for _, r := range host["filter"].Table.Chains["FORWARD"].Rules {
+		host.deleteRule(t, "filter", r)
+	}
+	if err := removeMadeTables(ctx, host.open, file); err != nil {
+		t.Fatal(err)
+	}
+	if host.exists("nat") || !host.exists("filter") {
+		t.Errorf("after the last down: nat exists %v (want false: kubernix made it), filter %v (want true: the host's)", host.exists("nat"), host.exists("filter"))
+	}
+	if got, err := readTables(file); err != nil || len(got) != 0 {
+		t.Errorf("record %q, %v; want it gone", got, err)
+	}
+}
