@@ -2,16 +2,14 @@ package network
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"slices"
 
 	"sigs.k8s.io/knftables"
 
-	"github.com/kubernix/kubernix/internal/atomicfile"
+	"github.com/kubernix/kubernix/internal/made"
 	"github.com/kubernix/kubernix/pkg/config"
 )
 
@@ -67,25 +65,25 @@ func missingTables(ctx context.Context, open hostTable, tables []string) []strin
 // recordMadeTables adds to the record file those of missing that exist
 // now: kubernix's rules made them.
 func recordMadeTables(ctx context.Context, open hostTable, file string, missing []string) error {
-	var made []string
+	var created []string
 	for _, t := range missing {
 		if _, exists, err := tableContent(ctx, open, t); err == nil && exists {
-			made = append(made, t)
+			created = append(created, t)
 		}
 	}
-	if len(made) == 0 {
+	if len(created) == 0 {
 		return nil
 	}
-	recorded, err := readTables(file)
+	recorded, err := made.Read(file)
 	if err != nil {
 		return err
 	}
-	for _, t := range made {
+	for _, t := range created {
 		if !slices.Contains(recorded, t) {
 			recorded = append(recorded, t)
 		}
 	}
-	return writeTables(file, recorded)
+	return made.Write(file, recorded)
 }
 
 // removeMadeTables deletes each table of the record file that is empty
@@ -93,7 +91,7 @@ func recordMadeTables(ctx context.Context, open hostTable, file string, missing 
 // it, nor anyone else's) and forgets it, as it forgets one that is gone.
 // A table in use stays recorded, for the down that empties it.
 func removeMadeTables(ctx context.Context, open hostTable, file string) error {
-	recorded, err := readTables(file)
+	recorded, err := made.Read(file)
 	if err != nil || len(recorded) == 0 {
 		return err
 	}
@@ -115,7 +113,7 @@ func removeMadeTables(ctx context.Context, open hostTable, file string) error {
 			}
 		}
 	}
-	if err := writeTables(file, keep); err != nil {
+	if err := made.Write(file, keep); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
@@ -160,38 +158,4 @@ func deleteTable(ctx context.Context, open hostTable, name string) error {
 		return fmt.Errorf("delete the empty nftables table ip %s kubernix made: %w", name, err)
 	}
 	return nil
-}
-
-// readTables reads the record file: none recorded when it is missing.
-func readTables(file string) ([]string, error) {
-	b, err := os.ReadFile(file)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var tables []string
-	if err := json.Unmarshal(b, &tables); err != nil {
-		return nil, fmt.Errorf("%s: %w", file, err)
-	}
-	return tables, nil
-}
-
-// writeTables writes the record file, or removes it when tables is empty.
-func writeTables(file string, tables []string) error {
-	if len(tables) == 0 {
-		if err := os.Remove(file); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return err
-		}
-		return nil
-	}
-	b, err := json.Marshal(tables)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(file), 0o755); err != nil {
-		return err
-	}
-	return atomicfile.Write(file, b, 0o644)
 }

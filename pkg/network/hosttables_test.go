@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/knftables"
+
+	"github.com/kubernix/kubernix/internal/made"
 )
 
 // fakeTables is a host of fake nftables tables of family ip, by name.
@@ -72,7 +74,7 @@ func TestMadeTables(t *testing.T) {
 	if err := recordMadeTables(ctx, host.open, file, missing); err != nil {
 		t.Fatal(err)
 	}
-	if got, _ := readTables(file); !slices.Equal(got, []string{"nat"}) {
+	if got, _ := made.Read(file); !slices.Equal(got, []string{"nat"}) {
 		t.Fatalf("recorded %q, want [nat]", got)
 	}
 	b := host.iptables(t, "nat", "POSTROUTING") // cluster B's rule, B up while A runs
@@ -94,7 +96,7 @@ func TestMadeTables(t *testing.T) {
 	if host.exists("nat") || !host.exists("filter") {
 		t.Errorf("after the last down: nat exists %v (want false: kubernix made it), filter %v (want true: the host's)", host.exists("nat"), host.exists("filter"))
 	}
-	if got, err := readTables(file); err != nil || len(got) != 0 {
+	if got, err := made.Read(file); err != nil || len(got) != 0 {
 		t.Errorf("record %q, %v; want it gone", got, err)
 	}
 }

@@ -11,7 +11,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kubernix/kubernix/internal/atomicfile"
+	"github.com/kubernix/kubernix/internal/made"
 )
 
 // Bind is a host path bind-mounted into a node's sandbox (a
@@ -64,7 +64,7 @@ func sandboxOwn(path string, private []string) bool {
 // JSON list) before it is made, so RemoveMountPoints finds it even after
 // a crash in between. What an earlier run recorded stays recorded.
 func MakeMountPoints(binds []Bind, private []string, record string) error {
-	made, err := readMountPoints(record)
+	points, err := made.Read(record)
 	if err != nil {
 		return err
 	}
@@ -84,11 +84,11 @@ func MakeMountPoints(binds []Bind, private []string, record string) error {
 			continue
 		}
 		for _, p := range missing {
-			if !slices.Contains(made, p) {
-				made = append(made, p)
+			if !slices.Contains(points, p) {
+				points = append(points, p)
 			}
 		}
-		if err := writeMountPoints(record, made); err != nil {
+		if err := made.Write(record, points); err != nil {
 			return err
 		}
 		if err := makeMountPoint(b.Target, st.IsDir()); err != nil {
@@ -138,12 +138,12 @@ func makeMountPoint(path string, dir bool) error {
 // and then record. The node's sandbox must be gone: its mounts went with
 // it. A missing record is no error.
 func RemoveMountPoints(record string) error {
-	made, err := readMountPoints(record)
+	points, err := made.Read(record)
 	if err != nil {
 		return err
 	}
 	var errs []error
-	for _, p := range slices.Backward(made) {
+	for _, p := range slices.Backward(points) {
 		if !removable(p) {
 			continue
 		}
@@ -162,9 +162,9 @@ func RemoveMountPoints(record string) error {
 
 // MountPointsLeft lists the paths record lists that still exist.
 func MountPointsLeft(record string) []string {
-	made, _ := readMountPoints(record)
+	points, _ := made.Read(record)
 	var out []string
-	for _, p := range made {
+	for _, p := range points {
 		if _, err := os.Lstat(p); err == nil {
 			out = append(out, p)
 		}
@@ -184,34 +184,6 @@ func removable(path string) bool {
 		return err == nil && len(entries) == 0
 	}
 	return st.Mode().IsRegular() && st.Size() == 0
-}
-
-// readMountPoints reads record; a missing one lists nothing.
-func readMountPoints(record string) ([]string, error) {
-	data, err := os.ReadFile(record)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	var made []string
-	if err := json.Unmarshal(data, &made); err != nil {
-		return nil, fmt.Errorf("mount point record %s: %w", record, err)
-	}
-	return made, nil
-}
-
-// writeMountPoints writes made to record, creating its directory.
-func writeMountPoints(record string, made []string) error {
-	data, err := json.Marshal(made)
-	if err != nil {
-		return err
-	}
-	if err := os.MkdirAll(filepath.Dir(record), 0o755); err != nil {
-		return err
-	}
-	return atomicfile.Write(record, append(data, '\n'), 0o644)
 }
 
 // bindMounts mounts each bind inside the sandbox (SandboxInit): the

@@ -1,0 +1,53 @@
+// Package made reads and writes the small records kubernix keeps of
+// what it made on the host, so that it removes only that, also after a
+// crash (the mount points of a node's mounts, the iptables tables of the
+// host): a JSON array of strings in a file, written atomically.
+package made
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/kubernix/kubernix/internal/atomicfile"
+)
+
+// Read returns the strings of the record at path: none when it is
+// missing. It errors when the file cannot be read or is not a JSON array
+// of strings, naming path.
+func Read(path string) ([]string, error) {
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var items []string
+	if err := json.Unmarshal(data, &items); err != nil {
+		return nil, fmt.Errorf("record %s: %w", path, err)
+	}
+	return items, nil
+}
+
+// Write replaces the record at path with items (mode 0644), making its
+// directory; with no items it removes the record (a missing one is no
+// error).
+func Write(path string, items []string) error {
+	if len(items) == 0 {
+		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+		return nil
+	}
+	data, err := json.Marshal(items)
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return atomicfile.Write(path, append(data, '\n'), 0o644)
+}
