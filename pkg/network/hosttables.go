@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubernix/kubernix/internal/made"
 	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/host"
 )
 
 // The host's iptables tables the cluster's chains hook into (see chains)
@@ -26,8 +27,13 @@ import (
 
 // hostTablesFile is the record of the iptables tables kubernix made on
 // this host: a JSON array of their names, under the state root of root's
-// clusters (the only ones that touch the host's tables).
+// clusters, the only ones that touch the host's tables. It is "" (no
+// record) in a user namespace: a rootless cluster's tables are in
+// rootlesskit's network namespace, and go with it.
 func hostTablesFile() string {
+	if host.InUserNamespace() {
+		return ""
+	}
 	return filepath.Join(config.StateRoot(), ".host", "iptables-tables.json")
 }
 
@@ -63,8 +69,11 @@ func missingTables(ctx context.Context, open hostTable, tables []string) []strin
 }
 
 // recordMadeTables adds to the record file those of missing that exist
-// now: kubernix's rules made them.
+// now: kubernix's rules made them. A file of "" records nothing.
 func recordMadeTables(ctx context.Context, open hostTable, file string, missing []string) error {
+	if file == "" {
+		return nil
+	}
 	var created []string
 	for _, t := range missing {
 		if _, exists, err := tableContent(ctx, open, t); err == nil && exists {
@@ -89,8 +98,12 @@ func recordMadeTables(ctx context.Context, open hostTable, file string, missing 
 // removeMadeTables deletes each table of the record file that is empty
 // (chains without rules, nothing else: no cluster's rules are left in
 // it, nor anyone else's) and forgets it, as it forgets one that is gone.
-// A table in use stays recorded, for the down that empties it.
+// A table in use stays recorded, for the down that empties it. A file of
+// "" removes nothing.
 func removeMadeTables(ctx context.Context, open hostTable, file string) error {
+	if file == "" {
+		return nil
+	}
 	recorded, err := made.Read(file)
 	if err != nil || len(recorded) == 0 {
 		return err
