@@ -28,6 +28,7 @@ import (
 
 	"github.com/docker/go-connections/proxy"
 	v1 "k8s.io/api/core/v1"
+	"k8s.io/apiserver/pkg/server/healthz"
 )
 
 // Forward is one published port: Listen on the host, for Proto, reaches
@@ -115,7 +116,7 @@ func Run(ctx context.Context, log *slog.Logger, opts Options) error {
 		return errors.Join(fmt.Errorf("healthz: %w", err), stop())
 	}
 	mux := http.NewServeMux()
-	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	healthz.InstallHandler(mux)
 	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		<-ctx.Done()
