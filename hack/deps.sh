@@ -9,7 +9,9 @@ packages=(
 	nftables                        # nft: kube-proxy (nftables mode)
 	iptables iproute2               # node networking (masquerade, CNI portmap)
 	util-linux                      # nsenter, unshare, mount
-	busybox-static                  # the shell and tools in the built-in agnhost image
+	busybox-static                  # the shell tools of the built-in agnhost and busybox images
+	zsh bash bind9-dnsutils bind9-host curl netcat-openbsd socat libc-bin
+	                                # agnhost's sh and tools (dig, curl, nc, getent...), with their libraries
 	rootlesskit slirp4netns uidmap  # rootless mode
 )
 missing=()

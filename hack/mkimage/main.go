@@ -10,12 +10,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"os/exec"
 	"os/signal"
 	"path/filepath"
 	"strings"
@@ -41,6 +43,7 @@ type options struct {
 	binDir  string
 	outDir  string
 	busybox string
+	k8sDir  string
 	force   bool
 }
 
@@ -52,6 +55,7 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	fs.StringVar(&o.binDir, "bin-dir", "_output/bin", "directory holding the static binaries")
 	fs.StringVar(&o.outDir, "out", "_output/images", "directory to write the image tarballs to")
 	fs.StringVar(&o.busybox, "busybox", images.BusyboxSource, "static busybox binary for the agnhost image (Debian package "+images.BusyboxPackage+")")
+	fs.StringVar(&o.k8sDir, "kubernetes-dir", "", "source tree of the pinned Kubernetes module (default: `go list -m` of k8s.io/kubernetes in ./bundle)")
 	fs.BoolVar(&o.force, "force", false, "rebuild images that are up to date")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: mkimage [flags] [%s]\n", strings.Join(names(images.Builtins()), " | "))
@@ -64,15 +68,37 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	if err != nil {
 		return err
 	}
+	if o.k8sDir == "" {
+		if o.k8sDir, err = kubernetesDir(ctx); err != nil {
+			return err
+		}
+	}
 	for _, b := range selected {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if err := makeImage(b.WithSource(images.BusyboxSource, o.busybox), o, stdout); err != nil {
+		b = b.WithSource(images.BusyboxSource, o.busybox).WithKubernetesDir(o.k8sDir)
+		if err := makeImage(b, o, stdout); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// kubernetesDir returns the directory of the pinned Kubernetes module's
+// source tree, as the bundle module (./bundle) resolves it.
+func kubernetesDir(ctx context.Context) (string, error) {
+	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", images.KubernetesModule)
+	cmd.Dir = "bundle"
+	out, err := cmd.Output()
+	if err != nil {
+		var exitErr *exec.ExitError
+		if errors.As(err, &exitErr) {
+			err = fmt.Errorf("%w: %s", err, bytes.TrimSpace(exitErr.Stderr))
+		}
+		return "", fmt.Errorf("find the Kubernetes module (cd bundle && go list -m %s): %w; or pass -kubernetes-dir", images.KubernetesModule, err)
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 // makeImage builds one image unless it is up to date, and prints its line.

@@ -26,7 +26,27 @@ func TestRun(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	common := []string{"-bin-dir", binDir, "-out", outDir, "-busybox", busybox}
+	// The agnhost image's tools come from the host's Debian packages
+	// (hack/deps.sh installs them).
+	for _, f := range images.AgnhostTools() {
+		if f.Source == "" {
+			continue
+		}
+		if _, err := os.Stat(f.Source); err != nil {
+			t.Skipf("%s of Debian package %s: %v (run hack/deps.sh)", f.Source, f.Package, err)
+		}
+	}
+	k8sDir := filepath.Join(dir, "kubernetes")
+	porter := filepath.Join(k8sDir, "test/images/agnhost/porter")
+	if err := os.MkdirAll(porter, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range []string{"localhost.crt", "localhost.key"} {
+		if err := os.WriteFile(filepath.Join(porter, n), []byte("fake "+n), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	common := []string{"-bin-dir", binDir, "-out", outDir, "-busybox", busybox, "-kubernetes-dir", k8sDir}
 	allRefs := []string{images.PauseRef(), images.CoreDNSRef(), images.AgnhostRef(), images.LocalPathProvisionerRef(), images.BusyboxRef(), images.MetricsServerRef()}
 
 	// The steps run in order: each sees the images the ones before built.
@@ -41,7 +61,8 @@ func TestRun(t *testing.T) {
 		{name: "warm", args: common, before: sameTimes(dir), want: prefixed("up-to-date ", allRefs)},
 		{name: "forced by name", args: append(append([]string{}, common...), "-force", "coredns"), want: []string{"built " + images.CoreDNSRef()}},
 		{name: "unknown name", args: append(append([]string{}, common...), "pause", "nope"), wantErr: "unknown image nope; known: pause, coredns, agnhost, local-path-provisioner, busybox, metrics-server"},
-		{name: "no busybox", args: []string{"-bin-dir", binDir, "-out", t.TempDir(), "-busybox", filepath.Join(dir, "none"), "agnhost"}, wantErr: images.BusyboxPackage},
+		{name: "no busybox", args: []string{"-bin-dir", binDir, "-out", t.TempDir(), "-busybox", filepath.Join(dir, "none"), "-kubernetes-dir", k8sDir, "agnhost"}, wantErr: images.BusyboxPackage},
+		{name: "no porter files", args: []string{"-bin-dir", binDir, "-out", t.TempDir(), "-busybox", busybox, "-kubernetes-dir", dir, "agnhost"}, wantErr: filepath.Join(dir, "test/images/agnhost/porter/localhost.crt")},
 	}
 	for _, s := range steps {
 		if s.before != nil {

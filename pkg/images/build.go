@@ -33,6 +33,10 @@ var epoch = time.Unix(0, 0).UTC()
 // image was built with.
 const LabelFormat = "io.kubernix.image-format"
 
+// LabelDefinition is the image config label holding the digest of the
+// Builtin an image was built from (see UpToDate).
+const LabelDefinition = "io.kubernix.image-definition"
+
 // Format versions how Build lays images out; UpToDate rebuilds images of
 // another. "2": one uncompressed layer (before: gzip-compressed).
 const Format = "2"
@@ -98,9 +102,9 @@ func image(b Builtin, layer v1.Layer) (v1.Image, error) {
 		Config: v1.Config{
 			Entrypoint: slices.Clone(b.Entrypoint),
 			Cmd:        slices.Clone(b.Cmd),
-			Env:        []string{"PATH=" + imagePath},
+			Env:        env(b),
 			WorkingDir: "/",
-			Labels:     map[string]string{LabelFormat: Format},
+			Labels:     map[string]string{LabelFormat: Format, LabelDefinition: definition(b)},
 		},
 		RootFS: v1.RootFS{Type: "layers"},
 	}
@@ -119,6 +123,14 @@ func image(b Builtin, layer v1.Layer) (v1.Image, error) {
 		return nil, fmt.Errorf("append layer: %w", err)
 	}
 	return img, nil
+}
+
+// env is b's environment: b.Env, or PATH=imagePath.
+func env(b Builtin) []string {
+	if len(b.Env) > 0 {
+		return slices.Clone(b.Env)
+	}
+	return []string{"PATH=" + imagePath}
 }
 
 // entry is one tar entry of the layer; src, if set, is the host file with the
@@ -146,6 +158,9 @@ func layerEntries(b Builtin, binDir string) ([]entry, error) {
 		}
 		byName[layerName(f.Path)] = e
 	}
+	if err := addLibraries(byName, files); err != nil {
+		return nil, err
+	}
 
 	for n := range byName {
 		for dir := path.Dir(n); dir != "."; dir = path.Dir(dir) {
@@ -164,6 +179,32 @@ func layerEntries(b Builtin, binDir string) ([]entry, error) {
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].hdr.Name < entries[j].hdr.Name })
 	return entries, nil
+}
+
+// addLibraries adds the shared libraries of the files with Libraries to
+// byName, each at its host path unless byName has that path already.
+func addLibraries(byName map[string]*entry, files []File) error {
+	for _, f := range files {
+		if !f.Libraries {
+			continue
+		}
+		libs, err := SharedLibraries(f.Source)
+		if err != nil {
+			return fmt.Errorf("%s (for %s in the image): shared libraries: %w", f.Source, f.Path, err)
+		}
+		for _, lib := range libs {
+			n := layerName(lib)
+			if _, ok := byName[n]; ok {
+				continue
+			}
+			e, err := fileEntry(File{Path: lib, Source: lib}, "")
+			if err != nil {
+				return err
+			}
+			byName[n] = e
+		}
+	}
+	return nil
 }
 
 // fileEntry turns a file into a layer entry.

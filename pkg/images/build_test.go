@@ -20,8 +20,8 @@ import (
 )
 
 // fakeInputs writes a small fake binary for every builtin into a new bin dir,
-// and a fake busybox; it returns the bin dir and the builtins reading busybox
-// from the fake.
+// and fakes of their host sources (fakeSources); it returns the bin dir and
+// the builtins reading from the fakes.
 func fakeInputs(t *testing.T) (string, []Builtin) {
 	t.Helper()
 	dir := t.TempDir()
@@ -29,16 +29,38 @@ func fakeInputs(t *testing.T) (string, []Builtin) {
 	if err := os.Mkdir(binDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	busybox := filepath.Join(dir, "busybox")
-	writeFile(t, busybox, "fake busybox\n")
 	var bs []Builtin
 	for _, b := range Builtins() {
 		if b.Binary != "" {
 			writeFile(t, filepath.Join(binDir, b.Binary), "fake "+b.Binary+" binary\n")
 		}
-		bs = append(bs, b.WithSource(BusyboxSource, busybox))
+		bs = append(bs, fakeSources(t, dir, b))
 	}
 	return binDir, bs
+}
+
+// fakeSources returns b reading each host source from a fake in dir:
+// busybox (BusyboxSource) from dir/busybox, holding "fake busybox\n", and
+// each other one from dir/src/<its image path>, holding "fake <image
+// path>\n", without shared libraries.
+func fakeSources(t *testing.T, dir string, b Builtin) Builtin {
+	t.Helper()
+	return b.MapFiles(func(f File) File {
+		switch {
+		case f.Source == "":
+		case f.Source == BusyboxSource:
+			f.Source = filepath.Join(dir, "busybox")
+			writeFile(t, f.Source, "fake busybox\n")
+		default:
+			f.Source = filepath.Join(dir, "src", f.Path)
+			f.Libraries = false
+			if err := os.MkdirAll(filepath.Dir(f.Source), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			writeFile(t, f.Source, "fake "+f.Path+"\n")
+		}
+		return f
+	})
 }
 
 func writeFile(t *testing.T, p, content string) {
@@ -181,7 +203,11 @@ func TestBuild(t *testing.T) {
 			if !slices.Equal(cfg.Config.Cmd, b.Cmd) {
 				t.Errorf("cmd %q, want %q", cfg.Config.Cmd, b.Cmd)
 			}
-			if want := []string{"PATH=/bin"}; !slices.Equal(cfg.Config.Env, want) {
+			wantEnv := []string{"PATH=/bin"}
+			if b.Name == "agnhost" {
+				wantEnv = []string{"PATH=" + AgnhostPath}
+			}
+			if want := wantEnv; !slices.Equal(cfg.Config.Env, want) {
 				t.Errorf("env %q, want %q", cfg.Config.Env, want)
 			}
 			id, err := img.ConfigName()
@@ -213,6 +239,25 @@ func TestBuild(t *testing.T) {
 				if e := byName["agnhost-2"]; e.hdr == nil || e.hdr.Typeflag != tar.TypeSymlink || e.hdr.Linkname != "agnhost" {
 					t.Errorf("/agnhost-2 is not a symlink to agnhost: %+v", e.hdr)
 				}
+				checkFile(t, byName, "localhost.crt", 0o644, "fake /localhost.crt\n")
+				checkFile(t, byName, "localhost.key", 0o644, "fake /localhost.key\n")
+				// The tools replace busybox's applets of the same name, and
+				// /bin/sh is zsh.
+				for _, tool := range []string{"bin/zsh", "usr/bin/dig", "usr/bin/curl", "usr/bin/nc", "usr/bin/getent", "sbin/ip"} {
+					checkFile(t, byName, tool, 0o755, "fake /"+tool+"\n")
+				}
+				if e := byName["bin/sh"]; e.hdr == nil || e.hdr.Linkname != "zsh" {
+					t.Errorf("/bin/sh is not a symlink to zsh: %+v", e.hdr)
+				}
+				for _, shadowed := range []string{"bin/nc", "bin/ip", "bin/nslookup"} {
+					if _, ok := byName[shadowed]; ok {
+						t.Errorf("/%s (busybox) is in the image beside the tool", shadowed)
+					}
+				}
+				if !strings.Contains(byName["etc/passwd"].content, "user-defined-in-image:x:1000:") ||
+					!strings.Contains(byName["etc/group"].content, "group-defined-in-image:x:50000:user-defined-in-image") {
+					t.Errorf("passwd %q, group %q: no user-defined-in-image (1000) in group-defined-in-image (50000)", byName["etc/passwd"].content, byName["etc/group"].content)
+				}
 			case "busybox":
 				if _, ok := byName["agnhost"]; ok {
 					t.Error("busybox has /agnhost")
@@ -232,7 +277,11 @@ func TestBuild(t *testing.T) {
 			checkDir(t, byName, "etc/", 0o755)
 			checkDir(t, byName, "tmp/", 0o777|fs.ModeSticky)
 			checkFile(t, byName, "etc/passwd", 0o644, "")
-			for _, applet := range []string{"sh", "nslookup", "nc", "cat", "ls", "sleep", "echo", "ip", "mkdir", "rm", "chmod"} {
+			applets := []string{"cat", "ls", "sleep", "echo", "mkdir", "rm", "chmod"}
+			if b.Name == "busybox" {
+				applets = append(applets, "sh", "nslookup", "nc", "ip")
+			}
+			for _, applet := range applets {
 				e, ok := byName["bin/"+applet]
 				if !ok {
 					t.Errorf("no /bin/%s", applet)
@@ -383,7 +432,12 @@ func TestBuildMissingInput(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			binDir := t.TempDir()
 			outDir := t.TempDir()
-			b := tt.setup(t, binDir, tt.image)
+			b := tt.setup(t, binDir, tt.image).MapFiles(func(f File) File {
+				if f.Source != "" && !strings.HasPrefix(f.Source, binDir) {
+					f = fakeSources(t, t.TempDir(), Builtin{Extra: []File{f}}).Extra[0]
+				}
+				return f
+			})
 			out := filepath.Join(outDir, b.FileName())
 			err := Build(b, binDir, out)
 			if err == nil {
@@ -483,11 +537,17 @@ func TestValidate(t *testing.T) {
 
 func TestUpToDate(t *testing.T) {
 	binDir, builtins := fakeInputs(t)
-	b := builtins[2] // agnhost: binary, coredns and busybox
+	b := builtins[2] // agnhost: binary, coredns, host sources, busybox last
 	out := filepath.Join(t.TempDir(), b.FileName())
 	inputs := b.Inputs(binDir)
-	if want := []string{filepath.Join(binDir, "agnhost"), filepath.Join(binDir, "coredns"), filepath.Join(filepath.Dir(binDir), "busybox")}; !slices.Equal(inputs, want) {
-		t.Fatalf("Inputs() = %q, want %q", inputs, want)
+	want := []string{filepath.Join(binDir, "agnhost"), filepath.Join(binDir, "coredns")}
+	for _, f := range b.Extra {
+		if f.Source != "" {
+			want = append(want, f.Source)
+		}
+	}
+	if !slices.Equal(inputs, want) || inputs[len(inputs)-1] != filepath.Join(filepath.Dir(binDir), "busybox") {
+		t.Fatalf("Inputs() = %q, want %q ending with busybox", inputs, want)
 	}
 	// Inputs start old; touching one makes it newer than any output so far.
 	setTime := func(t *testing.T, p string, mtime time.Time) {
@@ -522,7 +582,12 @@ func TestUpToDate(t *testing.T) {
 			settle(t, out, inputs)
 		}, b: b, fresh: true},
 		{name: "other ref", do: func(*testing.T) {}, b: Builtin{Name: b.Name, Ref: "registry.k8s.io/other:1", Binary: b.Binary, Extra: b.Extra}, fresh: false},
-		{name: "busybox changed", do: touch(inputs[2]), b: b, fresh: false},
+		{name: "other definition", do: func(*testing.T) {}, b: func() Builtin {
+			other := b.MapFiles(func(f File) File { return f })
+			other.Env = []string{"PATH=/other"}
+			return other
+		}(), fresh: false},
+		{name: "busybox changed", do: touch(inputs[len(inputs)-1]), b: b, fresh: false},
 		{name: "rebuilt", do: func(t *testing.T) {
 			if err := Build(b, binDir, out); err != nil {
 				t.Fatal(err)

@@ -17,6 +17,7 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/google/go-containerregistry/pkg/name"
 
@@ -50,6 +51,9 @@ type Builtin struct {
 	Cmd []string
 	// Extra lists more files, directories and symlinks for the image.
 	Extra []File
+	// Env is the image config's environment, "NAME=value" each; empty
+	// means PATH=/bin alone.
+	Env []string
 }
 
 // File is one extra entry in an image's layer. At most one of Dir, Link,
@@ -71,6 +75,11 @@ type File struct {
 	// Package is the Debian package that installs Source, for the error
 	// message when Source is missing.
 	Package string
+	// Libraries, with Source, also puts into the image what Source needs
+	// to run when it is a dynamically linked executable: its program
+	// interpreter and shared libraries (SharedLibraries), each at its
+	// host path, unless the image lists that path itself.
+	Libraries bool
 	// Content is the content of a regular file without Binary or Source.
 	Content []byte
 	// Mode is the permission bits, with fs.ModeSticky, fs.ModeSetuid and
@@ -145,8 +154,8 @@ func Builtins() []Builtin {
 		},
 		{
 			// Upstream is alpine based and the e2e tests exec shell tools
-			// in it, so busybox provides them. Like upstream it runs
-			// "agnhost pause" by default.
+			// in it: Debian's (AgnhostTools), and busybox for the rest.
+			// Like upstream it runs "agnhost pause" by default.
 			Name:       "agnhost",
 			Ref:        AgnhostRef(),
 			Binary:     "agnhost",
@@ -154,6 +163,7 @@ func Builtins() []Builtin {
 			Entrypoint: []string{"/agnhost"},
 			Cmd:        []string{"pause"},
 			Extra:      agnhostExtra(),
+			Env:        []string{"PATH=" + AgnhostPath},
 		},
 		{
 			// Upstream puts it in /usr/bin of an alpine image; nothing
@@ -169,7 +179,7 @@ func Builtins() []Builtin {
 			Name:       "busybox",
 			Ref:        BusyboxRef(),
 			Entrypoint: []string{"/bin/sh"},
-			Extra:      busyboxFiles(),
+			Extra:      busyboxFiles(busyboxUsers),
 		},
 		{
 			// Upstream's is distroless: the binary alone, no shell.
@@ -211,31 +221,118 @@ func BusyboxApplets() []string {
 	}
 }
 
+// KubernetesModule is the prefix of the Sources read from the source tree
+// of the pinned Kubernetes module, e.g. KubernetesModule +
+// "/test/images/agnhost/porter/localhost.crt". WithKubernetesDir replaces
+// it with that tree's directory (`go list -m -f '{{.Dir}}'
+// k8s.io/kubernetes` in bundle/, as mkimage does).
+const KubernetesModule = "k8s.io/kubernetes"
+
+// WithKubernetesDir returns a copy of b whose Sources under
+// KubernetesModule read from dir instead.
+func (b Builtin) WithKubernetesDir(dir string) Builtin {
+	return b.MapFiles(func(f File) File {
+		if rest, ok := strings.CutPrefix(f.Source, KubernetesModule+"/"); ok {
+			f.Source = filepath.Join(dir, rest)
+		}
+		return f
+	})
+}
+
+// AgnhostPath is the agnhost image's PATH, alpine's default, as in
+// upstream's image (test/images/agnhost/Dockerfile is FROM alpine).
+const AgnhostPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+// AgnhostTools are the programs of upstream's agnhost image (alpine's
+// bind-tools, curl, netcat-openbsd, iproute2, bash and socat) that the e2e
+// specs run, taken from the host's Debian packages with their shared
+// libraries: image path, host path, package. /bin/sh is zsh: unlike
+// Debian's busybox ash it runs the tools it finds on PATH rather than its
+// own applets, and unlike bash and dash it passes on environment variables
+// whose names are not shell names (e.g. "data-1", from a ConfigMap), as
+// alpine's ash does.
+func AgnhostTools() []File {
+	tool := func(image, host, pkg string) File {
+		return File{Path: image, Source: host, Package: pkg, Libraries: true}
+	}
+	return []File{
+		tool("/bin/zsh", "/bin/zsh", "zsh"),
+		{Path: "/bin/sh", Link: "zsh"},
+		tool("/bin/bash", "/bin/bash", "bash"),
+		tool("/usr/bin/dig", "/usr/bin/dig", "bind9-dnsutils"),
+		tool("/usr/bin/nslookup", "/usr/bin/nslookup", "bind9-dnsutils"),
+		tool("/usr/bin/host", "/usr/bin/host", "bind9-host"),
+		tool("/usr/bin/curl", "/usr/bin/curl", "curl"),
+		tool("/usr/bin/nc", "/bin/nc.openbsd", "netcat-openbsd"),
+		tool("/usr/bin/socat", "/usr/bin/socat", "socat"),
+		tool("/sbin/ip", "/bin/ip", "iproute2"),
+		tool("/usr/bin/getent", "/usr/bin/getent", "libc-bin"),
+	}
+}
+
 // agnhostExtra is what the e2e tests expect in agnhost besides the agnhost
 // binary: /agnhost-2, which the entrypoint tests run to tell an overridden
-// entrypoint apart; /coredns, which the DNS tests run as a server; /uploads
-// for netexec; and busybox's files (busyboxFiles).
+// entrypoint apart; /coredns, which the DNS tests run as a server;
+// /uploads for netexec; /localhost.crt and /localhost.key, the TLS pair
+// of netexec and porter (from test/images/agnhost/porter, as upstream
+// adds them); the users and groups upstream's image defines; the tools
+// (AgnhostTools); and busybox's files (busyboxFiles) for the rest of the
+// shell commands, less the applets the tools replace.
 func agnhostExtra() []File {
+	porter := KubernetesModule + "/test/images/agnhost/porter/"
 	files := []File{
 		{Path: "/agnhost-2", Link: "agnhost"},
 		{Path: "/coredns", Binary: "coredns"},
 		{Path: "/uploads", Dir: true},
+		{Path: "/localhost.crt", Source: porter + "localhost.crt", Mode: 0o644},
+		{Path: "/localhost.key", Source: porter + "localhost.key", Mode: 0o644},
+		{Path: "/etc/nsswitch.conf", Mode: 0o644, Content: []byte("hosts: files dns\n")},
 	}
-	return append(files, busyboxFiles()...)
+	tools := AgnhostTools()
+	shadowed := map[string]bool{}
+	for _, t := range tools {
+		shadowed[path.Base(t.Path)] = true
+	}
+	files = append(files, tools...)
+	for _, f := range busyboxFiles(agnhostUsers) {
+		if path.Dir(f.Path) == "/bin" && f.Link == "busybox" && shadowed[path.Base(f.Path)] {
+			continue
+		}
+		files = append(files, f)
+	}
+	return files
+}
+
+// users are an image's /etc/passwd and /etc/group.
+type users struct{ passwd, group string }
+
+// busyboxUsers are root and nobody.
+var busyboxUsers = users{
+	passwd: "root:x:0:0:root:/root:/bin/sh\n" +
+		"nobody:x:65534:65534:nobody:/nonexistent:/bin/false\n",
+	group: "root:x:0:\n" +
+		"nogroup:x:65534:\n",
+}
+
+// agnhostUsers adds those upstream's agnhost image makes with adduser and
+// addgroup: user-defined-in-image (uid 1000) in group-defined-in-image
+// (gid 50000).
+var agnhostUsers = users{
+	passwd: busyboxUsers.passwd +
+		"user-defined-in-image:x:1000:1000::/home/user-defined-in-image:/bin/sh\n",
+	group: busyboxUsers.group +
+		"user-defined-in-image:x:1000:\n" +
+		"group-defined-in-image:x:50000:user-defined-in-image\n",
 }
 
 // busyboxFiles are /bin/busybox (from BusyboxSource) with its applet links
-// (BusyboxApplets), the passwd and group files that tools like id and
+// (BusyboxApplets), the passwd and group files of u that tools like id and
 // whoami read, /root and /tmp.
-func busyboxFiles() []File {
+func busyboxFiles(u users) []File {
 	files := []File{
 		{Path: "/bin/busybox", Source: BusyboxSource, Package: BusyboxPackage},
-		{Path: "/etc/passwd", Mode: 0o644, Content: []byte(
-			"root:x:0:0:root:/root:/bin/sh\n" +
-				"nobody:x:65534:65534:nobody:/nonexistent:/bin/false\n")},
-		{Path: "/etc/group", Mode: 0o644, Content: []byte(
-			"root:x:0:\n" +
-				"nogroup:x:65534:\n")},
+		{Path: "/etc/passwd", Mode: 0o644, Content: []byte(u.passwd)},
+		{Path: "/etc/group", Mode: 0o644, Content: []byte(u.group)},
 		{Path: "/root", Dir: true, Mode: 0o700},
 		{Path: "/tmp", Dir: true, Mode: 0o777 | fs.ModeSticky},
 	}
@@ -282,14 +379,24 @@ func (b Builtin) Inputs(binDir string) []string {
 // they read from oldSource, e.g. to take busybox from somewhere other than
 // BusyboxSource.
 func (b Builtin) WithSource(oldSource, newSource string) Builtin {
+	return b.MapFiles(func(f File) File {
+		if f.Source == oldSource {
+			f.Source = newSource
+		}
+		return f
+	})
+}
+
+// MapFiles returns a copy of b whose Extra files are fn of b's, e.g. to
+// read the sources from elsewhere.
+func (b Builtin) MapFiles(fn func(File) File) Builtin {
 	b.Extra = slices.Clone(b.Extra)
 	for i := range b.Extra {
-		if b.Extra[i].Source == oldSource {
-			b.Extra[i].Source = newSource
-		}
+		b.Extra[i] = fn(b.Extra[i])
 	}
 	b.Entrypoint = slices.Clone(b.Entrypoint)
 	b.Cmd = slices.Clone(b.Cmd)
+	b.Env = slices.Clone(b.Env)
 	return b
 }
 
@@ -349,6 +456,9 @@ func (f File) validate() error {
 		if err := checkBinary(f.Binary); err != nil {
 			return err
 		}
+	}
+	if f.Libraries && f.Source == "" {
+		return errors.New("Libraries without Source")
 	}
 	if f.Mode&^(fs.ModePerm|fs.ModeSticky|fs.ModeSetuid|fs.ModeSetgid) != 0 {
 		return fmt.Errorf("mode %v: only permission, sticky, setuid and setgid bits allowed", f.Mode)

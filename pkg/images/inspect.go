@@ -1,6 +1,7 @@
 package images
 
 import (
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -43,7 +44,7 @@ func Inspect(p string) (Info, error) {
 }
 
 // UpToDate reports whether out holds b (tagged b.Ref, in the current
-// Format) and is not older than
+// Format, from the same definition of b) and is not older than
 // any input of b (see Builtin.Inputs), so that Build can be skipped. Equal
 // times count as up to date, as in make: file times come from the kernel's
 // coarse clock, so an output written right after its inputs often carries
@@ -85,5 +86,14 @@ func UpToDate(b Builtin, binDir, out string) (bool, error) {
 	if err != nil {
 		return false, nil
 	}
-	return cfg.Config.Labels[LabelFormat] == Format, nil // else built by an older Build
+	// Else built by an older Build, or from another definition of b.
+	return cfg.Config.Labels[LabelFormat] == Format && cfg.Config.Labels[LabelDefinition] == definition(b), nil
+}
+
+// definition is the digest of b, the definition an image is built from
+// ("sha256:" and the hex SHA-256 of b printed as a Go value: fields in
+// order, no maps), so that a changed definition rebuilds the image even
+// when no input file changed.
+func definition(b Builtin) string {
+	return fmt.Sprintf("sha256:%x", sha256.Sum256(fmt.Appendf(nil, "%#v", b)))
 }
