@@ -247,11 +247,26 @@ func (p *Plan) RegistrySpec() registry.Spec {
 	s := registry.Spec{
 		Binary: p.Bin(registry.Name), ConfigFile: p.Paths.RegistryConfig(), StorageDir: p.Paths.Registry(),
 		IP: p.APIServerIP, Port: p.Cfg.RegistryPort, HostsDir: p.Paths.Registries(),
+		Mirrors: p.Cfg.RegistryMirrors,
 	}
 	if !p.Rootless {
 		s.LocalIP = registryLocalIP
 	}
 	return s
+}
+
+// pruneRegistryHosts removes the hosts.toml files kubernix rendered in
+// containerd's registry config dir that this plan does not render (a
+// mirror dropped, the registry's port changed, the registry turned off).
+func (p *Plan) pruneRegistryHosts() error {
+	var keep []string
+	if p.Cfg.LocalRegistryPort() != 0 {
+		keep = p.RegistrySpec().HostsFiles()
+	}
+	if err := registry.PruneHosts(p.Paths.Registries(), keep); err != nil {
+		return fmt.Errorf("registry hosts: %w", err)
+	}
+	return nil
 }
 
 // registryLocalIP is where the host reaches the local registry.

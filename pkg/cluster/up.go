@@ -165,6 +165,9 @@ func (c *Cluster) up(ctx context.Context) error {
 	if err := c.prepareHost(); err != nil {
 		return err
 	}
+	if err := p.pruneRegistryHosts(); err != nil {
+		return err
+	}
 	if err := c.prepare(); err != nil {
 		return err
 	}

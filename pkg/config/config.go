@@ -91,6 +91,13 @@ type Config struct {
 	// on 127.0.0.1 and on the bridge address: images are pushed to and
 	// pulled from localhost:<RegistryPort>/…; 0 runs no registry.
 	RegistryPort int `toml:"registry_port" flag:"registry-port" usage:"port of the local registry on 127.0.0.1 (push and pull localhost:<port>/image); 0 for none"`
+	// RegistryMirrors are registry host names (e.g. registry.k8s.io,
+	// docker.io, or host:port) whose images every node pulls from the
+	// local registry first, falling back to the real registry: an image
+	// pushed as localhost:<RegistryPort>/<path>:<tag> is what the nodes
+	// get for <mirror>/<path>:<tag> (containerd hosts.toml mirrors, as
+	// k3s's registries.yaml). Needs the registry addon and a RegistryPort.
+	RegistryMirrors []string `toml:"registry_mirrors" flag:"registry-mirrors" usage:"registry hosts (e.g. registry.k8s.io,docker.io) the nodes pull from the local registry first, falling back to the real one; comma-separated"`
 	// ClusterDomain is the DNS domain of Services (kubelet clusterDomain, CoreDNS zone).
 	ClusterDomain string `toml:"cluster_domain" flag:"cluster-domain" usage:"DNS domain of Services"`
 	// Addons to deploy once the nodes are Ready: names from addons.Table.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -46,6 +47,7 @@ func (c *Config) Validate() error {
 	} else if c.RegistryPort != 0 && c.RegistryPort == c.APIServerPort {
 		add("--registry-port %d: the apiserver listens there (--apiserver-port); choose another", c.RegistryPort)
 	}
+	errs = append(errs, c.validateMirrors()...)
 	for _, msg := range validation.IsDNS1123Subdomain(c.ClusterDomain) {
 		add("--cluster-domain %q: %s", c.ClusterDomain, msg)
 	}
@@ -67,6 +69,44 @@ func (c *Config) Validate() error {
 	errs = append(errs, c.validatePaths()...)
 	errs = append(errs, c.validateSpec()...)
 	return Invalid("", errs)
+}
+
+// validateMirrors checks --registry-mirrors: each a registry host name
+// (a DNS subdomain, with an optional :port), none twice, none the local
+// registry itself, and a local registry to serve them.
+func (c *Config) validateMirrors() []error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if len(c.RegistryMirrors) > 0 && c.LocalRegistryPort() == 0 {
+		add("--registry-mirrors %s: the mirrors are served by the local registry, which this config does not run; add %s to --addons and set a --registry-port other than 0, or leave --registry-mirrors empty",
+			strings.Join(c.RegistryMirrors, ","), addons.Registry)
+	}
+	for i, m := range c.RegistryMirrors {
+		if problem := registryHostProblem(m); problem != "" {
+			add("--registry-mirrors %q: %s", m, problem)
+		} else if slices.Contains(c.RegistryMirrors[:i], m) {
+			add("--registry-mirrors %q: given twice", m)
+		} else if c.RegistryPort != 0 && m == "localhost:"+strconv.Itoa(c.RegistryPort) {
+			add("--registry-mirrors %q: the local registry itself; it needs no mirror", m)
+		}
+	}
+	return errs
+}
+
+// registryHostProblem says why s is not a registry host name as
+// containerd names a registry's hosts.toml directory (host or host:port,
+// as in an image reference, without scheme or path); "" if it is one.
+func registryHostProblem(s string) string {
+	host, port, hasPort := strings.Cut(s, ":")
+	if hasPort {
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return "the port after ':' must be a number between 1 and 65535; give a registry host name such as registry.k8s.io or myhost:5000, without scheme or path"
+		}
+	}
+	if msgs := validation.IsDNS1123Subdomain(host); len(msgs) > 0 {
+		return "not a registry host name (" + strings.Join(msgs, "; ") + "); give one such as registry.k8s.io or docker.io, without scheme or path"
+	}
+	return ""
 }
 
 // validateNetwork checks --cidr, --node-cidr, --service-cidr, --cluster-cidr,

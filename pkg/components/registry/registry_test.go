@@ -3,8 +3,11 @@ package registry
 import (
 	"fmt"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/pelletier/go-toml/v2"
@@ -66,6 +69,118 @@ func TestDescribe(t *testing.T) {
 			}
 			if len(ds) == 2 && (!slices.Equal(ds[1].Needs, []string{Name}) || len(ds[1].Files) != 0) {
 				t.Errorf("%s needs %q with %d files, want it after %s, which renders the files", ds[1].Name, ds[1].Needs, len(ds[1].Files), Name)
+			}
+		})
+	}
+}
+
+// TestMirrors: each mirror gets a hosts.toml in its own directory that
+// sends pulls and resolves to the registry's bridge address over plain
+// HTTP, with no server (containerd's default for the namespace is the
+// fallback).
+func TestMirrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		port    int
+		mirrors []string
+		want    []string // paths of the hosts.toml files after config.yml
+	}{
+		{"none", 5001, nil, []string{"/S/registries/localhost:5001/hosts.toml"}},
+		{"two", 5002, []string{"registry.k8s.io", "docker.io"}, []string{
+			"/S/registries/localhost:5002/hosts.toml",
+			"/S/registries/registry.k8s.io/hosts.toml", "/S/registries/docker.io/hosts.toml"}},
+		{"with a port", 5001, []string{"myhost:5000"}, []string{
+			"/S/registries/localhost:5001/hosts.toml", "/S/registries/myhost:5000/hosts.toml"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := Spec{Binary: "/B/registry", ConfigFile: "/S/registry.yml", StorageDir: "/S/registry",
+				IP: netip.MustParseAddr("10.10.0.1"), Port: tt.port, HostsDir: "/S/registries", Mirrors: tt.mirrors}
+			ds, err := Describe(s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var paths []string
+			for _, f := range ds[0].Files[1:] {
+				paths = append(paths, f.Path)
+			}
+			if !slices.Equal(paths, tt.want) || !slices.Equal(s.HostsFiles(), tt.want) {
+				t.Fatalf("hosts files = %q, HostsFiles = %q, want %q", paths, s.HostsFiles(), tt.want)
+			}
+			url := "http://10.10.0.1:" + strconv.Itoa(tt.port)
+			for _, f := range ds[0].Files[2:] {
+				var got struct {
+					Server string
+					Host   map[string]map[string]any
+				}
+				if err := toml.Unmarshal(f.Content, &got); err != nil {
+					t.Fatalf("%s does not parse back: %v\n%s", f.Path, err, f.Content)
+				}
+				caps := fmt.Sprint(got.Host[url]["capabilities"])
+				if got.Server != "" || len(got.Host) != 1 || caps != "[pull resolve]" {
+					t.Errorf("%s: server %q, hosts %v; want no server and only %s with [pull resolve]\n%s", f.Path, got.Server, got.Host, url, f.Content)
+				}
+				if !strings.HasPrefix(string(f.Content), generatedHeader) {
+					t.Errorf("%s does not start with %q", f.Path, generatedHeader)
+				}
+			}
+		})
+	}
+}
+
+// TestPruneHosts: the hosts.toml files kubernix rendered and no longer
+// renders go, with their emptied directories; kept ones, others' files
+// and a directory holding more stay.
+func TestPruneHosts(t *testing.T) {
+	const mine, theirs = generatedHeader + "server = 'x'\n", "server = 'https://mine'\n"
+	tests := []struct {
+		name  string
+		files map[string]string // host dir -> hosts.toml content
+		extra []string          // host dirs holding another file too
+		keep  []string          // host dirs kept
+		want  []string          // host dirs left, sorted
+	}{
+		{"nothing", nil, nil, nil, nil},
+		{"dropped mirror", map[string]string{"localhost:5001": mine, "docker.io": mine}, nil, []string{"localhost:5001"}, []string{"localhost:5001"}},
+		{"registry off", map[string]string{"localhost:5001": mine, "registry.k8s.io": mine}, nil, nil, nil},
+		{"not ours", map[string]string{"quay.io": theirs, "docker.io": mine}, nil, nil, []string{"quay.io"}},
+		{"dir with more", map[string]string{"docker.io": mine}, []string{"docker.io"}, nil, []string{"docker.io"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "registries")
+			for host, content := range tt.files {
+				if err := os.MkdirAll(filepath.Join(dir, host), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, host, "hosts.toml"), []byte(content), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			for _, host := range tt.extra {
+				if err := os.WriteFile(filepath.Join(dir, host, "ca.crt"), nil, 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			var keep []string
+			for _, host := range tt.keep {
+				keep = append(keep, filepath.Join(dir, host, "hosts.toml"))
+			}
+			if err := PruneHosts(dir, keep); err != nil {
+				t.Fatal(err)
+			}
+			entries, _ := os.ReadDir(dir)
+			var left []string
+			for _, e := range entries {
+				left = append(left, e.Name())
+			}
+			if !slices.Equal(left, tt.want) {
+				t.Errorf("left %q, want %q", left, tt.want)
+			}
+			for _, host := range tt.want {
+				if _, err := os.Stat(filepath.Join(dir, host, "hosts.toml")); err != nil && tt.files[host] != mine {
+					t.Errorf("%s/hosts.toml (not ours) is gone: %v", host, err)
+				}
 			}
 		})
 	}
