@@ -27,7 +27,8 @@ UPSTREAM   := $(BIN)/kube $(BIN)/kubectl $(BIN)/agnhost $(BIN)/containerd \
 	$(BIN)/local-path-provisioner $(BIN)/registry $(BIN)/metrics-server
 KUBERNIX_SRC := $(shell find cmd pkg assets images -type f 2>/dev/null) go.mod go.sum
 
-.PHONY: all deps bins images build install uninstall up down test unit integration bench doctor clean fmt vet vet-bundle
+.PHONY: all deps bins images build install uninstall up down test unit integration bench doctor clean fmt vet vet-bundle \
+	conformance conformance-bins
 
 all: build
 
@@ -158,6 +159,31 @@ unit:
 # Integration tests start real clusters: they need root and the built binaries.
 test: deps bins images build vet
 	KUBERNIX_BIN_DIR=$(BIN) KUBERNIX_IMAGES_DIR=$(IMAGES) $(GO) test -count=1 -timeout 40m ./...
+	cd test/conformance && $(GO) test -count=1 ./cmd/...
+
+# `make conformance [FOCUS=regex] [SKIP=regex] [PROCS=8]` (issue #16) runs
+# upstream's [Conformance] specs offline on a 3-node cluster and writes the
+# reports and summary.md under $(OUT)/conformance: see hack/conformance.sh.
+# Not part of `make test`: it takes about an hour. e2e.test, ginkgo and the
+# summary command are built from the test/conformance module.
+CONFORMANCE_BIN  := $(OUT)/conformance/bin
+CONFORMANCE_DEPS := test/conformance/go.mod test/conformance/go.sum
+PROCS ?= 8
+export FOCUS SKIP PROCS CONFORMANCE_NAME CONFORMANCE_STATE_DIR CONFORMANCE_FLAGS
+
+conformance-bins: $(addprefix $(CONFORMANCE_BIN)/,e2e.test ginkgo summary)
+
+$(CONFORMANCE_BIN)/e2e.test: $(CONFORMANCE_DEPS)
+	cd test/conformance && $(GO) test -c -o $@ k8s.io/kubernetes/test/e2e
+
+$(CONFORMANCE_BIN)/ginkgo: $(CONFORMANCE_DEPS)
+	cd test/conformance && $(GO) build -o $@ github.com/onsi/ginkgo/v2/ginkgo
+
+$(CONFORMANCE_BIN)/summary: $(CONFORMANCE_DEPS) $(wildcard test/conformance/cmd/summary/*.go)
+	cd test/conformance && $(GO) build -o $@ ./cmd/summary
+
+conformance: bins images build
+	OUT=$(OUT) BIN=$(BIN) IMAGES=$(IMAGES) GO=$(GO) hack/conformance.sh
 
 # Benchmark (issue #7): up/down real clusters of each size, several runs,
 # and report time to Ready, boot phases, memory, teardown and image import

@@ -1,0 +1,153 @@
+#!/usr/bin/env bash
+# `make conformance`: run upstream's [Conformance] specs (k8s.io/kubernetes
+# test/e2e, as pinned by test/conformance/go.mod) offline against a 3-node
+# kubernix cluster, and summarise them. Each part is timed:
+#
+#   build       e2e.test and ginkgo (make conformance-bins; skipped when up to date)
+#   images      the extra test images (go run ./hack/mkimage -set conformance)
+#   up          a 3-node cluster, the local registry mirroring registry.k8s.io
+#   load        every image tarball: `kubernix image load` into the nodes, and
+#               pushed to the local registry under its path (the mirror serves it
+#               to specs that pull with imagePullPolicy: Always)
+#   non-serial  the non-[Serial] specs, PROCS ginkgo processes in parallel
+#   serial      the [Serial] specs, one process
+#   down        always, also after a failure or Ctrl-C
+#
+# Everything lands in $OUT/conformance: bin/, images/, state/ (the cluster's),
+# kubeconfig, <run>/report.json and junit.xml of each ginkgo run, and
+# summary.md (also printed). It exits non-zero when a spec failed or a part
+# did. Settings (environment, as make passes them): FOCUS and SKIP (regexes
+# on the spec text, narrowing the conformance specs), PROCS (default 8),
+# CONFORMANCE_NAME (cluster name, default conformance), CONFORMANCE_STATE_DIR
+# (default $OUT/conformance/state), CONFORMANCE_FLAGS (more `kubernix up`
+# flags, e.g. --cidr 10.160.0.0/16).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+OUT=${OUT:-$PWD/_output}
+BIN=${BIN:-$OUT/bin}
+IMAGES=${IMAGES:-$OUT/images}
+GO=${GO:-go}
+MAKE=${MAKE:-make}
+CONF=$OUT/conformance
+E2E_TEST=$CONF/bin/e2e.test
+GINKGO=$CONF/bin/ginkgo
+NAME=${CONFORMANCE_NAME:-conformance}
+STATE=${CONFORMANCE_STATE_DIR:-$CONF/state}
+PROCS=${PROCS:-8}
+FOCUS=${FOCUS:-}
+SKIP=${SKIP:-}
+read -r -a UP_FLAGS <<<"${CONFORMANCE_FLAGS:-}"
+CLUSTER=(--name "$NAME" --state-dir "$STATE")
+KUBECONFIG_FILE=$CONF/kubeconfig
+
+# part NAME CMD...: runs CMD (with errexit, in a subshell), prints and
+# records its wall time for the summary, and leaves its exit code in RC.
+PARTS=()
+RC=0
+part() {
+	local name=$1 start
+	shift
+	start=$(date +%s%N)
+	printf '\n=== %s\n' "$name"
+	set +e
+	(
+		set -e
+		"$@"
+	)
+	RC=$?
+	set -e
+	local ms=$((($(date +%s%N) - start) / 1000000))
+	PARTS+=(-part "$name=${ms}ms")
+	printf '=== %s: %s in %ss\n' "$name" "$([[ $RC == 0 ]] && echo ok || echo "failed (exit $RC)")" "$((ms / 1000))"
+}
+
+# need: exit (through cleanup) when the last part failed.
+need() { return "$RC"; }
+
+build_images() {
+	mkdir -p "$CONF/images"
+	# hack/mkimage learns -set conformance in issue #16; until then the
+	# tarballs already in $CONF/images are what is loaded.
+	if "$GO" run ./hack/mkimage -h 2>&1 | grep -q -- '-set'; then
+		"$GO" run ./hack/mkimage -bin-dir "$BIN" -set conformance -out "$CONF/images"
+	else
+		echo "hack/mkimage has no -set yet: loading the tarballs in $CONF/images as they are"
+	fi
+}
+
+up_cluster() {
+	"$BIN/kubernix" up --detach "${CLUSTER[@]}" --nodes 3 --timeout 10m \
+		--addons coredns,local-path-storage,metrics-server,loadbalancer,registry \
+		--registry-mirrors registry.k8s.io "${UP_FLAGS[@]}"
+	"$BIN/kubernix" kubeconfig "${CLUSTER[@]}" >"$KUBECONFIG_FILE"
+}
+
+# load_images imports the conformance images into every node and pushes
+# them, with the built-in ones, to the local registry.
+load_images() {
+	local extra=()
+	shopt -s nullglob
+	extra=("$CONF"/images/*.tar)
+	if ((${#extra[@]})); then
+		"$BIN/kubernix" image load "${CLUSTER[@]}" "${extra[@]}"
+	fi
+	"$GO" run ./hack/pushimages -state-dir "$STATE" "$IMAGES"/*.tar "${extra[@]}"
+}
+
+# run_specs NAME PROCS LABEL-FILTER: one ginkgo run of e2e.test, its
+# reports in $CONF/NAME.
+run_specs() {
+	local name=$1 procs=$2 labels=$3 dir=$CONF/$1
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	local args=(--label-filter="$labels" --timeout=24h --no-color --silence-skips
+		--output-dir="$dir" --json-report=report.json --junit-report=junit.xml)
+	if ((procs > 1)); then args+=(--procs="$procs"); fi
+	if [[ -n $FOCUS ]]; then args+=(--focus="$FOCUS"); fi
+	if [[ -n $SKIP ]]; then args+=(--skip="$SKIP"); fi
+	"$GINKGO" run "${args[@]}" "$E2E_TEST" -- \
+		--kubeconfig="$KUBECONFIG_FILE" --provider=skeleton --report-dir="$dir" \
+		--disable-log-dump
+}
+
+# cleanup brings the cluster down (when up was tried), writes the summary
+# and exits non-zero if anything failed.
+UP_TRIED=
+cleanup() {
+	local rc=$?
+	trap - EXIT INT TERM
+	if [[ -n $UP_TRIED ]]; then
+		part down "$BIN/kubernix" down "${CLUSTER[@]}"
+		if [[ $RC != 0 ]]; then rc=1; fi
+	fi
+	local runs=()
+	for r in non-serial serial; do
+		if [[ -d $CONF/$r ]]; then runs+=(-run "$r=$CONF/$r/report.json"); fi
+	done
+	if ((${#runs[@]})) && [[ -x $CONF/bin/summary ]]; then
+		"$CONF/bin/summary" -out "$CONF/summary.md" "${PARTS[@]}" "${runs[@]}" || rc=1
+	fi
+	echo "reports and summary in $CONF"
+	exit "$rc"
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+mkdir -p "$CONF"
+rm -rf "$CONF/non-serial" "$CONF/serial" "$CONF/summary.md"
+part build "$MAKE" --no-print-directory conformance-bins
+need
+part images build_images
+need
+UP_TRIED=1
+part up up_cluster
+need
+part load load_images
+need
+failed=0
+part non-serial run_specs non-serial "$PROCS" 'Conformance && !Serial && !Disruptive'
+if [[ $RC != 0 ]]; then failed=1; fi
+part serial run_specs serial 1 'Conformance && Serial && !Disruptive'
+if [[ $RC != 0 ]]; then failed=1; fi
+exit "$failed"
