@@ -5,13 +5,15 @@
 #
 #   build       e2e.test and ginkgo (make conformance-bins; skipped when up to date)
 #   images      the extra test images (go run ./hack/mkimage -set conformance)
-#   up          a 3-node cluster, the local registry mirroring registry.k8s.io
+#   up          a new 3-node cluster (the last run's deleted first), the
+#               local registry mirroring registry.k8s.io
 #   load        every image tarball: `kubernix image load` into the nodes, and
 #               pushed to the local registry under its path (the mirror serves it
 #               to specs that pull with imagePullPolicy: Always)
 #   non-serial  the non-[Serial] specs, PROCS ginkgo processes in parallel
 #   serial      the [Serial] specs, one process
-#   down        always, also after a failure or Ctrl-C
+#   down        always, also after a failure or Ctrl-C; the state (logs)
+#               stays for inspection until the next run
 #
 # Everything lands in $OUT/conformance: bin/, images/, state/ (the cluster's),
 # kubeconfig, <run>/report.json and junit.xml of each ginkgo run, and
@@ -43,13 +45,15 @@ KUBECONFIG_FILE=$CONF/kubeconfig
 
 # part NAME CMD...: runs CMD (with errexit, in a subshell), prints and
 # records its wall time for the summary, and leaves its exit code in RC.
+# CURRENT and START are the part running, for cleanup after a signal.
 PARTS=()
 RC=0
+CURRENT=
+START=
 part() {
-	local name=$1 start
+	CURRENT=$1 START=$(date +%s%N)
 	shift
-	start=$(date +%s%N)
-	printf '\n=== %s\n' "$name"
+	printf '\n=== %s\n' "$CURRENT"
 	set +e
 	(
 		set -e
@@ -57,9 +61,16 @@ part() {
 	)
 	RC=$?
 	set -e
-	local ms=$((($(date +%s%N) - start) / 1000000))
-	PARTS+=(-part "$name=${ms}ms")
-	printf '=== %s: %s in %ss\n' "$name" "$([[ $RC == 0 ]] && echo ok || echo "failed (exit $RC)")" "$((ms / 1000))"
+	record "$CURRENT"
+	printf '=== %s: %s in %ss\n' "$CURRENT" "$([[ $RC == 0 ]] && echo ok || echo "failed (exit $RC)")" "$((MS / 1000))"
+	CURRENT=
+}
+
+# record NAME: adds NAME's wall time since START to PARTS; MS is it in ms.
+MS=0
+record() {
+	MS=$((($(date +%s%N) - START) / 1000000))
+	PARTS+=(-part "$1=${MS}ms")
 }
 
 # need: exit (through cleanup) when the last part failed.
@@ -69,14 +80,19 @@ build_images() {
 	mkdir -p "$CONF/images"
 	# hack/mkimage learns -set conformance in issue #16; until then the
 	# tarballs already in $CONF/images are what is loaded.
-	if "$GO" run ./hack/mkimage -h 2>&1 | grep -q -- '-set'; then
+	local usage
+	usage=$("$GO" run ./hack/mkimage -h 2>&1 || true)
+	if [[ $usage == *-set* ]]; then
 		"$GO" run ./hack/mkimage -bin-dir "$BIN" -set conformance -out "$CONF/images"
 	else
 		echo "hack/mkimage has no -set yet: loading the tarballs in $CONF/images as they are"
 	fi
 }
 
+# up_cluster starts a new cluster: the previous run's, kept down for
+# inspection, is deleted first.
 up_cluster() {
+	"$BIN/kubernix" delete "${CLUSTER[@]}"
 	"$BIN/kubernix" up --detach "${CLUSTER[@]}" --nodes 3 --timeout 10m \
 		--addons coredns,local-path-storage,metrics-server,loadbalancer,registry \
 		--registry-mirrors registry.k8s.io "${UP_FLAGS[@]}"
@@ -116,7 +132,10 @@ run_specs() {
 UP_TRIED=
 cleanup() {
 	local rc=$?
-	trap - EXIT INT TERM
+	# A signal now would leave the cluster up: bring it down first.
+	trap - EXIT
+	trap '' INT TERM
+	if [[ -n $CURRENT ]]; then record "$CURRENT (interrupted)"; fi
 	if [[ -n $UP_TRIED ]]; then
 		part down "$BIN/kubernix" down "${CLUSTER[@]}"
 		if [[ $RC != 0 ]]; then rc=1; fi
