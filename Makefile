@@ -173,8 +173,10 @@ export FOCUS SKIP PROCS CONFORMANCE_NAME CONFORMANCE_STATE_DIR CONFORMANCE_FLAGS
 
 conformance-bins: $(addprefix $(CONFORMANCE_BIN)/,e2e.test ginkgo summary)
 
-$(CONFORMANCE_BIN)/e2e.test: $(CONFORMANCE_DEPS)
-	cd test/conformance && $(GO) test -c -o $@ k8s.io/kubernetes/test/e2e
+# Stamped with the Kubernetes version as the server binaries are: the
+# framework picks the Pod Security fixtures of its own version.
+$(CONFORMANCE_BIN)/e2e.test: $(CONFORMANCE_DEPS) assets/versions.env
+	cd test/conformance && $(GO) test -c -ldflags '$(K8S_LDFLAGS)' -o $@ k8s.io/kubernetes/test/e2e
 
 $(CONFORMANCE_BIN)/ginkgo: $(CONFORMANCE_DEPS)
 	cd test/conformance && $(GO) build -o $@ github.com/onsi/ginkgo/v2/ginkgo
