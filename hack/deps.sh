@@ -13,6 +13,7 @@ packages=(
 	zsh bash bind9-dnsutils bind9-host curl netcat-openbsd socat libc-bin
 	                                # agnhost's sh and tools (dig, curl, nc, getent...), with their libraries
 	rootlesskit slirp4netns uidmap  # rootless mode
+	wget                            # GNU wget of the conformance busybox image (mkimage -set conformance)
 )
 missing=()
 for p in "${packages[@]}"; do

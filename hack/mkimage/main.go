@@ -3,10 +3,24 @@
 //
 //	go run ./hack/mkimage -bin-dir _output/bin -out _output/images [names...]
 //
-// With no names it builds them all. An image whose tarball is newer than its
-// inputs (binary and extra files) and carries the right tag is left alone, so
-// a warm run does nothing. It prints one line per image: what it did, the
-// ref, the image ID (config digest), the tarball's size and path.
+// or, with -set conformance, the other images that the upstream
+// [Conformance] specs of the pinned Kubernetes run (conformance.go), for
+// `make conformance` to load into a cluster; they are neither installed nor
+// imported by up:
+//
+//	go run ./hack/mkimage -set conformance -out _output/conformance/images [names...]
+//
+// It builds the programs those images need that the bin dir lacks with the
+// go command, in the bundle and test/conformance modules (run it from the
+// repository root), and unpacks the Debian packages they take files from
+// without the host installing them (apt-get download, dpkg-deb -x), into
+// -work-dir.
+//
+// With no names it builds every image of the set. An image whose tarball
+// is newer than its inputs (binary and extra files) and carries the right
+// tag is left alone, so a warm run does nothing. It prints one line per
+// image: what it did, the ref, the image ID (config digest), the tarball's
+// size and path.
 package main
 
 import (
@@ -20,6 +34,7 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -40,31 +55,47 @@ func main() {
 
 // options are mkimage's flags.
 type options struct {
+	set     string
 	binDir  string
+	workDir string
 	outDir  string
 	busybox string
 	k8sDir  string
 	force   bool
 }
 
+// The image sets of -set.
+const (
+	setBuiltin     = "builtin"
+	setConformance = "conformance"
+)
+
 // run is mkimage: it parses args, then builds the images they name.
 func run(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	var o options
 	fs := flag.NewFlagSet("mkimage", flag.ContinueOnError)
 	fs.SetOutput(stderr)
+	fs.StringVar(&o.set, "set", setBuiltin, "image set: "+setBuiltin+" (pkg/images Builtins) or "+setConformance+" (the upstream conformance specs' other images)")
 	fs.StringVar(&o.binDir, "bin-dir", "_output/bin", "directory holding the static binaries")
+	fs.StringVar(&o.workDir, "work-dir", "_output/conformance/image-work", "directory for the programs and Debian packages the conformance images are made from (-set "+setConformance+")")
 	fs.StringVar(&o.outDir, "out", "_output/images", "directory to write the image tarballs to")
 	fs.StringVar(&o.busybox, "busybox", images.BusyboxSource, "static busybox binary for the agnhost image (Debian package "+images.BusyboxPackage+")")
 	fs.StringVar(&o.k8sDir, "kubernetes-dir", "", "source tree of the pinned Kubernetes module (default: `go list -m` of k8s.io/kubernetes in ./bundle)")
 	fs.BoolVar(&o.force, "force", false, "rebuild images that are up to date")
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: mkimage [flags] [%s]\n", strings.Join(names(images.Builtins()), " | "))
+		fmt.Fprintf(fs.Output(), "usage: mkimage [flags] [name...]\n  -set %s: %s\n  -set %s: %s\n",
+			setBuiltin, strings.Join(names(images.Builtins()), " "),
+			setConformance, strings.Join(names(conformanceBuiltins(conformanceImages(""))), " "))
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
-	selected, err := selectBuiltins(fs.Args())
+	all, err := imageSet(o)
+	if err != nil {
+		return err
+	}
+	selected, err := selectImages(all, fs.Args())
 	if err != nil {
 		return err
 	}
@@ -72,6 +103,9 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 		if o.k8sDir, err = kubernetesDir(ctx); err != nil {
 			return err
 		}
+	}
+	if err := prepare(ctx, selected, o.binDir, o.workDir); err != nil {
+		return err
 	}
 	for _, b := range selected {
 		if err := ctx.Err(); err != nil {
@@ -123,21 +157,33 @@ func makeImage(b images.Builtin, o options, stdout io.Writer) error {
 	return nil
 }
 
-// selectBuiltins returns the builtins with the given names, or all of them.
-func selectBuiltins(args []string) ([]images.Builtin, error) {
-	all := images.Builtins()
+// imageSet returns the images of the set o.set names. It fails for an
+// unknown set, naming the flag.
+func imageSet(o options) ([]images.Builtin, error) {
+	switch o.set {
+	case setBuiltin:
+		return images.Builtins(), nil
+	case setConformance:
+		return conformanceBuiltins(conformanceImages(o.workDir)), nil
+	}
+	return nil, fmt.Errorf("-set %q: unknown image set; known: %s, %s", o.set, setBuiltin, setConformance)
+}
+
+// selectImages returns the images of all with the given names, in the
+// order given, or all of them for no names.
+func selectImages(all []images.Builtin, args []string) ([]images.Builtin, error) {
 	if len(args) == 0 {
 		return all, nil
 	}
 	var selected []images.Builtin
 	var unknown []string
 	for _, n := range args {
-		b, ok := images.Lookup(n)
-		if !ok {
+		i := slices.IndexFunc(all, func(b images.Builtin) bool { return b.Name == n })
+		if i < 0 {
 			unknown = append(unknown, n)
 			continue
 		}
-		selected = append(selected, b)
+		selected = append(selected, all[i])
 	}
 	if len(unknown) > 0 {
 		return nil, fmt.Errorf("unknown image %s; known: %s", strings.Join(unknown, ", "), strings.Join(names(all), ", "))
