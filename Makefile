@@ -184,7 +184,7 @@ $(CONFORMANCE_BIN)/ginkgo: $(CONFORMANCE_DEPS)
 $(CONFORMANCE_BIN)/summary: $(CONFORMANCE_DEPS) $(wildcard test/conformance/cmd/summary/*.go)
 	cd test/conformance && $(GO) build -o $@ ./cmd/summary
 
-conformance: bins images build
+conformance: deps bins images build
 	OUT=$(OUT) BIN=$(BIN) IMAGES=$(IMAGES) GO=$(GO) hack/conformance.sh
 
 # Benchmark (issue #7): up/down real clusters of each size, several runs,

@@ -77,16 +77,7 @@ record() {
 need() { return "$RC"; }
 
 build_images() {
-	mkdir -p "$CONF/images"
-	# hack/mkimage learns -set conformance in issue #16; until then the
-	# tarballs already in $CONF/images are what is loaded.
-	local usage
-	usage=$("$GO" run ./hack/mkimage -h 2>&1 || true)
-	if [[ $usage == *-set* ]]; then
-		"$GO" run ./hack/mkimage -bin-dir "$BIN" -set conformance -out "$CONF/images"
-	else
-		echo "hack/mkimage has no -set yet: loading the tarballs in $CONF/images as they are"
-	fi
+	"$GO" run ./hack/mkimage -bin-dir "$BIN" -set conformance -out "$CONF/images"
 }
 
 # up_cluster starts a new cluster: the previous run's, kept down for
