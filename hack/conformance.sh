@@ -114,9 +114,16 @@ run_specs() {
 	if ((procs > 1)); then args+=(--procs="$procs"); fi
 	if [[ -n $FOCUS ]]; then args+=(--focus="$FOCUS"); fi
 	if [[ -n $SKIP ]]; then args+=(--skip="$SKIP"); fi
+	local rc=0
 	"$GINKGO" run "${args[@]}" "$E2E_TEST" -- \
 		--kubeconfig="$KUBECONFIG_FILE" --provider=skeleton --report-dir="$dir" \
-		--disable-log-dump
+		--disable-log-dump || rc=$?
+	# ginkgo catches Ctrl-C, stops the specs and exits 1, so the shell,
+	# seeing no child killed by SIGINT, runs no INT trap: its report says it.
+	if ((rc != 0)) && grep -q '"Interrupted by User"' "$dir/report.json" 2>/dev/null; then
+		return 130
+	fi
+	return "$rc"
 }
 
 # cleanup brings the cluster down (when up was tried), writes the summary
@@ -132,14 +139,14 @@ cleanup() {
 		part down "$BIN/kubernix" down "${CLUSTER[@]}"
 		if [[ $RC != 0 ]]; then rc=1; fi
 	fi
-	local runs=()
-	for r in non-serial serial; do
-		if [[ -d $CONF/$r ]]; then runs+=(-run "$r=$CONF/$r/report.json"); fi
-	done
-	if ((${#runs[@]})) && [[ -x $CONF/bin/summary ]]; then
-		"$CONF/bin/summary" -out "$CONF/summary.md" "${PARTS[@]}" "${runs[@]}" || rc=1
+	# Both runs, also those that never started: the summary lists a
+	# missing report as such, with the parts' times.
+	if [[ -x $CONF/bin/summary ]]; then
+		"$CONF/bin/summary" -out "$CONF/summary.md" "${PARTS[@]}" \
+			-run "non-serial=$CONF/non-serial/report.json" \
+			-run "serial=$CONF/serial/report.json" || rc=1
+		echo "reports and summary in $CONF"
 	fi
-	echo "reports and summary in $CONF"
 	exit "$rc"
 }
 trap cleanup EXIT
@@ -158,6 +165,7 @@ part load load_images
 need
 failed=0
 part non-serial run_specs non-serial "$PROCS" 'Conformance && !Serial && !Disruptive'
+if [[ $RC == 130 ]]; then exit 130; fi
 if [[ $RC != 0 ]]; then failed=1; fi
 part serial run_specs serial 1 'Conformance && (Serial || Disruptive)'
 if [[ $RC != 0 ]]; then failed=1; fi

@@ -80,7 +80,7 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	fs.StringVar(&o.workDir, "work-dir", "_output/conformance/image-work", "directory for the programs and Debian packages the conformance images are made from (-set "+setConformance+")")
 	fs.StringVar(&o.outDir, "out", "_output/images", "directory to write the image tarballs to")
 	fs.StringVar(&o.busybox, "busybox", images.BusyboxSource, "static busybox binary for the agnhost image (Debian package "+images.BusyboxPackage+")")
-	fs.StringVar(&o.k8sDir, "kubernetes-dir", "", "source tree of the pinned Kubernetes module (default: `go list -m` of k8s.io/kubernetes in ./bundle)")
+	fs.StringVar(&o.k8sDir, "kubernetes-dir", "", "source tree of the pinned Kubernetes module (default: what go list -m k8s.io/kubernetes gives in ./bundle)")
 	fs.BoolVar(&o.force, "force", false, "rebuild images that are up to date")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: mkimage [flags] [name...]\n  -set %s: %s\n  -set %s: %s\n",

@@ -11,6 +11,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -223,8 +224,42 @@ func checkHost(ctx context.Context, facts *Facts, busybox string) Report {
 	}
 	checkCgroups(g, facts)
 	checkForwarding(g)
+	checkInotify(g)
 	checkSysResource(g, facts)
 	return append(g.r, checkCrun(ctx, facts, busybox))
+}
+
+// MinInotifyInstances is the fs.inotify.max_user_instances below which
+// doctor warns: kind's advice for several clusters on one host (its
+// "Known Issues" page). Each node's kubelet (cAdvisor) and containerd
+// take some; the kernel's default, 128, runs out after a few clusters,
+// and a kubelet that gets none exits with "inotify_init: too many open
+// files".
+const MinInotifyInstances = 512
+
+// checkInotify warns when fs.inotify.max_user_instances is low.
+func checkInotify(g *group) {
+	v, err := host.Sysctl("fs.inotify.max_user_instances")
+	status, detail, fix := inotifyResult(v, err)
+	g.add("inotify instances", status, detail, fix)
+}
+
+// inotifyResult rates the value v of fs.inotify.max_user_instances, read
+// with err.
+func inotifyResult(v string, err error) (Status, string, string) {
+	if err != nil {
+		return StatusWarn, err.Error(), ""
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return StatusWarn, fmt.Sprintf("fs.inotify.max_user_instances=%q: %v", v, err), ""
+	}
+	detail := "fs.inotify.max_user_instances=" + v
+	if n < MinInotifyInstances {
+		return StatusWarn, detail + ": a few clusters at once exhaust it (kubelet: inotify_init: too many open files)",
+			fmt.Sprintf("sysctl -w fs.inotify.max_user_instances=%d (and a file in /etc/sysctl.d to keep it)", MinInotifyInstances)
+	}
+	return StatusOK, detail, ""
 }
 
 // checkOverlayFS checks that the kernel has overlayfs.

@@ -211,13 +211,13 @@ func BusyboxApplets() []string {
 	return []string{
 		"awk", "base64", "basename", "cat", "chmod", "chown", "cp", "cut",
 		"date", "dd", "df", "dirname", "du", "echo", "env", "expr", "false",
-		"find", "grep", "head", "hostname", "id", "ifconfig", "ip", "kill",
-		"less", "ln", "ls", "md5sum", "mkdir", "mkfifo", "mount", "mv", "nc",
-		"netstat", "nslookup", "ping", "printf", "ps", "pwd", "readlink",
-		"realpath", "rm", "rmdir", "route", "sed", "seq", "sh", "sha256sum",
-		"sleep", "sort", "stat", "sync", "tail", "tee", "test", "timeout",
-		"top", "touch", "tr", "traceroute", "true", "umount", "uname", "uniq",
-		"vi", "wc", "which", "whoami", "xargs",
+		"find", "grep", "gunzip", "gzip", "head", "hostname", "id", "ifconfig",
+		"ip", "kill", "less", "ln", "ls", "md5sum", "mkdir", "mkfifo", "mount",
+		"mv", "nc", "netstat", "nslookup", "ping", "printf", "ps", "pwd",
+		"readlink", "realpath", "rm", "rmdir", "route", "sed", "seq", "sh",
+		"sha256sum", "sleep", "sort", "stat", "sync", "tail", "tar", "tee",
+		"test", "timeout", "top", "touch", "tr", "traceroute", "true", "umount",
+		"uname", "uniq", "vi", "wc", "which", "whoami", "xargs", "zcat",
 	}
 }
 

@@ -3,6 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -48,7 +50,8 @@ spec:
 // a /bin/sh that finds the tools on PATH (not busybox applets) and keeps
 // environment variables whose names are not shell names, dig, getent,
 // curl, OpenBSD nc with -v -t -u -z, the TLS pair /localhost.crt and
-// /localhost.key, and the user and group upstream's image defines.
+// /localhost.key, the user and group upstream's image defines, and tar,
+// which kubectl cp runs.
 func TestAgnhostTools(t *testing.T) {
 	e := newEnv(t, "e2e-agnhost", "10.215.0.0/16", "--addons", "coredns")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -92,4 +95,17 @@ func TestAgnhostTools(t *testing.T) {
 			})
 		})
 	}
+	t.Run("kubectl cp (tar)", func(t *testing.T) {
+		src := filepath.Join(t.TempDir(), "copied")
+		if err := os.WriteFile(src, []byte("copied into agnhost\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if out, err := e.kubectl(ctx, "cp", "-c", "netexec", src, "tools:/tmp/copied"); err != nil {
+			t.Fatalf("kubectl cp: %v\n%s", err, out)
+		}
+		out, err := e.kubectl(ctx, "exec", "tools", "-c", "netexec", "--", "cat", "/tmp/copied")
+		if err != nil || out != "copied into agnhost\n" {
+			t.Errorf("cat /tmp/copied = %q, %v; want what kubectl cp copied", out, err)
+		}
+	})
 }
