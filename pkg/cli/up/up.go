@@ -172,6 +172,11 @@ func runAsRoot(ctx context.Context, env *common.Env, cfg config.Config, f *flags
 	} else if port != cfg.LocalRegistryPort() {
 		common.Fprintf(env.Streams.Err, "registry port %d is in use; using %d\n", cfg.RegistryPort, port)
 		cfg.RegistryPort = port
+		// The settings again, with the port taken: a mirror of
+		// localhost:<that port> is refused before anything is made.
+		if err := cfg.Validate(); err != nil {
+			return err
+		}
 	}
 	if err := checkChanges(env, cfg, false); err != nil {
 		return err
