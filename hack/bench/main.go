@@ -39,27 +39,16 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
+	"github.com/kubernix/kubernix/internal/toolmain"
 	"github.com/kubernix/kubernix/pkg/config"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Stdout, os.Stderr, os.Args[1:]); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "bench:", err)
-		}
-		stop()
-		os.Exit(1)
-	}
-}
+func main() { toolmain.Main("bench", run) }
 
 // options are bench's flags.
 type options struct {

@@ -451,10 +451,34 @@ func runIn(ctx context.Context, dir, name string, args ...string) error {
 // runCmd runs cmd; the error carries its command line, directory and
 // output.
 func runCmd(cmd *exec.Cmd) error {
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s (in %s): %w\n%s", strings.Join(cmd.Args, " "), cmd.Dir, err, out)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return cmdError(cmd, err, out.Bytes())
 	}
 	return nil
+}
+
+// output runs cmd and returns its standard output; the error carries its
+// command line, directory and standard error.
+func output(cmd *exec.Cmd) ([]byte, error) {
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, cmdError(cmd, err, stderr.Bytes())
+	}
+	return out, nil
+}
+
+// cmdError is err of the command cmd that printed out (on a line of its
+// own, if any).
+func cmdError(cmd *exec.Cmd, err error, out []byte) error {
+	err = fmt.Errorf("%s (in %s): %w", strings.Join(cmd.Args, " "), cmd.Dir, err)
+	if out = bytes.TrimSpace(out); len(out) > 0 {
+		err = fmt.Errorf("%w\n%s", err, out)
+	}
+	return err
 }
 
 // sameContent reports whether the files a and b hold the same bytes; a

@@ -24,34 +24,20 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
+	"github.com/kubernix/kubernix/internal/toolmain"
 	"github.com/kubernix/kubernix/pkg/images"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Stdout, os.Stderr, os.Args[1:]); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "mkimage:", err)
-		}
-		stop()
-		os.Exit(1)
-	}
-}
+func main() { toolmain.Main("mkimage", run) }
 
 // options are mkimage's flags.
 type options struct {
@@ -124,13 +110,9 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 func kubernetesDir(ctx context.Context) (string, error) {
 	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", images.KubernetesModule)
 	cmd.Dir = "bundle"
-	out, err := cmd.Output()
+	out, err := output(cmd)
 	if err != nil {
-		var exitErr *exec.ExitError
-		if errors.As(err, &exitErr) {
-			err = fmt.Errorf("%w: %s", err, bytes.TrimSpace(exitErr.Stderr))
-		}
-		return "", fmt.Errorf("find the Kubernetes module (cd bundle && go list -m %s): %w; or pass -kubernetes-dir", images.KubernetesModule, err)
+		return "", fmt.Errorf("find the Kubernetes module: %w; or pass -kubernetes-dir", err)
 	}
 	return strings.TrimSpace(string(out)), nil
 }

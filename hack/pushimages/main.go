@@ -22,28 +22,17 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"strconv"
-	"syscall"
 
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
+	"github.com/kubernix/kubernix/internal/toolmain"
 	"github.com/kubernix/kubernix/pkg/cluster"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Stdout, os.Stderr, os.Args[1:]); err != nil {
-		if !errors.Is(err, flag.ErrHelp) {
-			fmt.Fprintln(os.Stderr, "pushimages:", err)
-		}
-		stop()
-		os.Exit(1)
-	}
-}
+func main() { toolmain.Main("pushimages", run) }
 
 // run parses args (-registry HOST:PORT, then tarballs) and pushes every
 // image of every tarball; it stops at the first error.

@@ -24,7 +24,7 @@ func TestRegistryMirror(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	e.mustKubernix(ctx, "up", "--detach", "--registry-mirrors", "registry.k8s.io")
-	t.Cleanup(func() { e.kubernix(context.Background(), "down") })
+	e.downOnCleanup()
 	nodes := []string{e.name + "-node-0", e.name + "-node-1"}
 	port := e.registryPort()
 	mirrorFile := filepath.Join(e.stateDir, "registries", "registry.k8s.io", "hosts.toml")
