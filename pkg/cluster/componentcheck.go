@@ -24,6 +24,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/components/scheduler"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/host"
+	"github.com/kubernix/kubernix/pkg/process"
 )
 
 // CheckComponents checks, before anything is created, what the components
@@ -173,6 +174,7 @@ func (gc gateCheck) accepts(ctx context.Context, binary string, gates map[string
 	ctx, cancel := context.WithTimeout(ctx, gateCheckTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, binary, gc.args(components.FeatureGatesArgs(gates)[0], dir)...)
+	cmd.Env = process.Environ(os.Environ()) // as the component gets it
 	out, err := cmd.CombinedOutput()
 	var exit *exec.ExitError
 	if err != nil && !errors.As(err, &exit) || ctx.Err() != nil {

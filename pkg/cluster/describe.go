@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/kubernix/kubernix/pkg/addons"
@@ -50,8 +51,9 @@ var describers = []func(*Plan) ([]components.Description, error){
 // its state dir (components.Description.Locate) and in describers'
 // order; see StartOrder for the order they start in. Each process's
 // flags end with the user's (extraArgs), which replace kubernix's own of
-// the same name (components.MergeArgs). It renders files but writes
-// nothing. Errors name the component whose description failed.
+// the same name (components.MergeArgs), and its environment has the
+// components' PATH (searchPath) unless it sets its own. It renders files
+// but writes nothing. Errors name the component whose description failed.
 func Describe(plan *Plan) ([]components.Description, error) {
 	var out []components.Description
 	for _, describe := range describers {
@@ -66,11 +68,16 @@ func Describe(plan *Plan) ([]components.Description, error) {
 			out[i].Command.Args = components.MergeArgs(out[i].Command.Args, plan.extraArgs(out[i]))
 		}
 		out[i].Locate(plan.Paths)
-		if out[i].Kind == components.KindProcess && len(out[i].Command.Env) == 0 {
-			out[i].Command.Env = []string{"PATH=" + plan.searchPath()}
+		if out[i].Kind == components.KindProcess && !setsPath(out[i].Command.Env) {
+			out[i].Command.Env = append([]string{"PATH=" + plan.searchPath()}, out[i].Command.Env...)
 		}
 	}
 	return out, nil
+}
+
+// setsPath reports whether env (KEY=VALUE strings) sets PATH.
+func setsPath(env []string) bool {
+	return slices.ContainsFunc(env, func(kv string) bool { return strings.HasPrefix(kv, "PATH=") })
 }
 
 // extraArgs are the user's flags of d's process: its [components.<name>]

@@ -20,7 +20,9 @@ import (
 
 // Cleanup removes everything a cluster may have left on the host, working
 // from the plan alone, as after a SIGKILLed supervisor: pass the plan of
-// the recorded config (RecordedPlan), not of new flags. It stops the
+// the recorded config (RecordedPlan, or Recover's when that record is
+// damaged), not of new flags. It stops the live processes recorded in
+// the state dir that the plan does not describe (undescribed), then the
 // recorded processes of the plan's components (Describe) in the reverse
 // of their start order, each after what needs it (removing pods through
 // CRI before containerd), kills orphaned shims and containers, unmounts what the
@@ -89,7 +91,8 @@ func Cleanup(ctx context.Context, plan *Plan, log *slog.Logger) error {
 }
 
 // stopComponents stops the live processes recorded for plan's
-// components, in components.StopOrder.
+// components, in components.StopOrder, after those recorded in the state
+// dir that plan does not describe (undescribed).
 func stopComponents(ctx context.Context, plan *Plan, log *slog.Logger) error {
 	ds, err := Describe(plan)
 	if err != nil {
@@ -100,6 +103,9 @@ func stopComponents(ctx context.Context, plan *Plan, log *slog.Logger) error {
 		return err
 	}
 	var errs []error
+	for _, dir := range undescribed(plan, ds) {
+		errs = append(errs, stopRecorded(ctx, dir, log))
+	}
 	for _, d := range order {
 		// Through a containerd that still answers; after a crash its
 		// pods go with the orphans below anyway.
@@ -111,6 +117,24 @@ func stopComponents(ctx context.Context, plan *Plan, log *slog.Logger) error {
 		errs = append(errs, stopRecorded(ctx, d.Command.RunDir, log))
 	}
 	return errors.Join(errs...)
+}
+
+// undescribed lists the run dirs recorded in plan's state dir (RunDirs)
+// that none of ds, plan's components, has: those of a run whose record is
+// damaged (a plan of Recover describes the components of the default
+// config, not what else the lost record enabled, such as the port proxy),
+// or of a component an earlier config had. Their
+// processes are the cluster's all the same (run.json pins each by its
+// start time), and none that ds describes needs them, so Cleanup stops
+// them first. A run dir of an ancestor of this process is left out.
+func undescribed(plan *Plan, ds []components.Description) []string {
+	known := map[string]bool{}
+	for _, d := range components.Processes(ds) {
+		known[d.Command.RunDir] = true
+	}
+	return slices.DeleteFunc(RunDirs(plan.Paths), func(dir string) bool {
+		return known[dir] || recordsAncestor(dir)
+	})
 }
 
 // recordsAncestor reports whether runDir records a live process that is
@@ -166,11 +190,12 @@ func (p *Plan) nodeByName(name string) *node.Node {
 }
 
 // Leftovers lists what of the cluster exists on the host: live recorded
-// processes, orphaned shims and containers, mounts at or below the
-// components' directories, network links, routes, chains and guard table, the host
-// namespaces claim and kube-proxy's tables there (process executor), and
-// the nodes' cgroups and the mount points made for their mounts. Empty
-// after a clean down.
+// processes (of the plan's components and undescribed ones), orphaned
+// shims and containers, mounts at or below the components' directories,
+// network links, routes, chains and guard table, the host namespaces
+// claim and kube-proxy's tables there (process executor), and the nodes'
+// cgroups and the mount points made for their mounts. Empty after a clean
+// down.
 func Leftovers(plan *Plan) ([]string, error) {
 	ds, err := Describe(plan)
 	if err != nil {
@@ -183,6 +208,7 @@ func Leftovers(plan *Plan) ([]string, error) {
 	for _, d := range components.Processes(ds) {
 		runDirs = append(runDirs, d.Command.RunDir)
 	}
+	runDirs = append(runDirs, undescribed(plan, ds)...)
 	var out []string
 	for _, runDir := range runDirs {
 		if pid, ok := process.Running(runDir); ok && pid != os.Getpid() && !recordsAncestor(runDir) {

@@ -36,8 +36,11 @@ const (
 	// StateBroken: no supervisor but some of the above remains (a
 	// SIGKILLed supervisor leaves its components, mounts and network); or
 	// a live supervisor that gave up on a component (its supervision
-	// record says components.StateFailed) or a node (FailedFile).
-	// `kubernix down` (or `delete`) brings it to stopped.
+	// record says components.StateFailed) or a node (FailedFile); or a
+	// record (kubernix.toml) that cannot be read (DamagedError).
+	// `kubernix down` (or `delete`) brings it to stopped, except for a
+	// damaged record: down removes what the cluster put on the host, and
+	// the record stays broken until it is fixed or removed (or `delete`).
 	StateBroken State = "broken"
 )
 
@@ -105,8 +108,9 @@ func (inv Inventory) Forget(stateDir string) error {
 
 // StateDirs lists, sorted and without repeats, the state dirs of the
 // clusters: subdirectories of Root, state dirs in the index and (Names)
-// in the name claims, each only if it holds a kubernix.toml (a cluster
-// was started there). An index entry whose directory holds none of
+// in the name claims, each only if a cluster was started there: it holds
+// a kubernix.toml, or the cluster is on the host without one (see
+// LoadCluster). An index entry whose directory holds none of
 // kubernix.toml, config.StateMarker and the lock file (gone, or never
 // kubernix's) is pruned; one that up claimed but never started a cluster
 // in is skipped and kept. A missing Root, index or Names dir is no error;
@@ -133,9 +137,21 @@ func (inv Inventory) StateDirs() ([]string, error) {
 		dirs = append(dirs, named...)
 		errs = append(errs, err)
 	}
-	out := slices.DeleteFunc(dirs, func(d string) bool { return !host.Exists(config.Paths{State: d}.ConfigFile()) })
+	out := slices.DeleteFunc(dirs, func(d string) bool { return !holdsCluster(d) })
 	slices.Sort(out)
 	return slices.Compact(out), errors.Join(errs...)
+}
+
+// holdsCluster reports whether a cluster was started in the state dir:
+// it holds a kubernix.toml, or its record is missing while the cluster is
+// still on the host (LoadCluster).
+func holdsCluster(stateDir string) bool {
+	if host.Exists(config.Paths{State: stateDir}.ConfigFile()) {
+		return true
+	}
+	_, err := LoadCluster(stateDir)
+	var damaged *DamagedError
+	return errors.As(err, &damaged)
 }
 
 // indexed lists the index's state dirs, pruning entries of directories
@@ -196,7 +212,8 @@ func readRecord(path string) (string, error) {
 
 // Info is one cluster as `kubernix list` shows it.
 type Info struct {
-	// Name is the cluster's name, from its kubernix.toml.
+	// Name is the cluster's name, from its kubernix.toml (RecordedName's
+	// when that is damaged: "" if unknown).
 	Name string
 	// StateDir is the cluster's state dir (absolute).
 	StateDir string
@@ -215,27 +232,40 @@ type Info struct {
 	// Problems say why the cluster is broken (empty otherwise): the
 	// remains or failures found, e.g. "process control-plane/etcd (pid 12)".
 	Problems []string
+	// Damaged is true when the cluster's record cannot be read (a
+	// DamagedError, the first of Problems).
+	Damaged bool
 }
 
 // LoadRecorded reads the config the cluster in stateDir was last started
 // with (<state>/kubernix.toml), its StateDir set to stateDir. The error
-// wraps os.ErrNotExist when there is none, config.ErrInvalid when it
-// cannot be parsed.
+// wraps os.ErrNotExist when there is none. When it cannot be loaded, the
+// error is a *DamagedError (wrapping config.ErrInvalid), returned with the
+// config Recover makes of the state dir's other records.
 func LoadRecorded(stateDir string) (config.Config, error) {
-	file := config.Paths{State: stateDir}.ConfigFile()
+	p := config.Paths{State: stateDir}
+	file := p.ConfigFile()
 	if _, err := os.Stat(file); err != nil {
 		return config.Config{}, err
 	}
 	cfg, err := config.Load(nil, []string{config.EnvPrefix + "CONFIG=" + file})
+	if err != nil {
+		return Recover(stateDir, RecordedName(p)), &DamagedError{File: file, Err: err}
+	}
 	cfg.StateDir = stateDir
-	return cfg, err
+	return cfg, nil
 }
 
 // Inspect describes the cluster in stateDir from its files, the process
-// table and the mount table (see State). Errors are LoadRecorded's.
+// table and the mount table (see State). A cluster whose record is
+// damaged (LoadCluster: a *DamagedError) is broken, that error its first
+// problem, whatever else is found; its Name is the one RecordedName
+// finds, and Nodes counts its node dirs (Recover). Other errors are
+// LoadCluster's.
 func Inspect(stateDir string) (Info, error) {
-	cfg, err := LoadRecorded(stateDir)
-	if err != nil {
+	cfg, err := LoadCluster(stateDir)
+	var damaged *DamagedError
+	if err != nil && !errors.As(err, &damaged) {
 		return Info{}, err
 	}
 	p := cfg.Paths()
@@ -252,6 +282,10 @@ func Inspect(stateDir string) (Info, error) {
 		info.Problems = failures(p, cfg.NodeNames())
 	} else {
 		info.Problems = remains(p, cfg.Name)
+	}
+	if damaged != nil {
+		info.Damaged = true
+		info.Problems = append([]string{damaged.Error()}, info.Problems...)
 	}
 	switch {
 	case len(info.Problems) > 0:

@@ -43,7 +43,7 @@ func (c *Cluster) mergeUserKubeconfig() (warning string) {
 		err = writeJSON(UserKubeconfigFile(p.Paths), UserKubeconfig{Path: target.Path})
 	}
 	if err == nil {
-		if err = kubeconfig.Merge(target, ClientKubeconfig(p.Paths), p.Cfg.ContextName()); err != nil {
+		if err = kubeconfig.Merge(target, ClientKubeconfig(p.Paths), p.Cfg.ContextName(), c.Log); err != nil {
 			// Nothing was merged: down has nothing to remove.
 			err = errors.Join(err, removeIfExists(UserKubeconfigFile(p.Paths)))
 		}
@@ -100,7 +100,7 @@ func removeUserKubeconfig(plan *Plan, log *slog.Logger) error {
 	if err := json.Unmarshal(b, &rec); err != nil {
 		return fmt.Errorf("read %s: %w", UserKubeconfigFile(plan.Paths), err)
 	}
-	if err := kubeconfig.Remove(rec.Path, plan.Cfg.ContextName()); err != nil {
+	if err := kubeconfig.Remove(rec.Path, plan.Cfg.ContextName(), log); err != nil {
 		log.Warn("could not remove the cluster's context from the kubeconfig; `kubectl config delete-context` and "+
 			"`kubectl config delete-cluster` remove it", "context", plan.Cfg.ContextName(), "file", rec.Path, "err", err)
 		return nil

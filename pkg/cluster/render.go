@@ -60,7 +60,7 @@ func plannedArgv(plan *Plan, d components.Description) []string {
 
 // WritePlan writes what `kubernix up` would do for plan, for `up
 // --dry-run`: every component in start order with what it needs, its
-// command line and environment, its log, run dir and probes, and each
+// command line and whole environment (URL passwords redacted), its log, run dir and probes, and each
 // file it writes with its content. It changes nothing on the host.
 func WritePlan(w io.Writer, plan *Plan) error {
 	ds, err := Describe(plan)
@@ -95,7 +95,7 @@ func writeComponent(w io.Writer, plan *Plan, d components.Description) error {
 	field("needs", needs)
 	if d.Kind == components.KindProcess {
 		field("command", process.ShellJoin(plannedArgv(plan, d)))
-		field("env", strings.Join(d.Command.Env, " "))
+		field("env", strings.Join(process.RedactEnv(d.Environ()), " "))
 		field("log", d.Command.LogFile)
 		field("run dir", d.Command.RunDir)
 	}

@@ -180,7 +180,16 @@ func checkGolden(t *testing.T, dir string, files map[string][]byte, self string)
 // rootless cluster, and compares it with testdata/plan/<name>.txt (-update
 // rewrites them). Machine paths are placeholders.
 func TestPlanGolden(t *testing.T) {
+	// The plan shows each process's whole environment: the test's own
+	// would make it machine-specific. ETCD_NAME must not show.
+	for _, kv := range os.Environ() {
+		k, v, _ := strings.Cut(kv, "=")
+		t.Setenv(k, v)
+		os.Unsetenv(k)
+	}
 	t.Setenv("PATH", "/usr/bin:/bin")
+	t.Setenv("HOME", "/home/user")
+	t.Setenv("ETCD_NAME", "from-the-shell")
 	self, _ := os.Executable()
 	tests := []struct {
 		name string

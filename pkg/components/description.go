@@ -63,8 +63,9 @@ type Description struct {
 	// it (bins.Required), e.g. "kube-apiserver"; "" without a process.
 	Binary string
 	// Command is the process (KindProcess). Its Name, Scope, LogFile and
-	// RunDir are set by Locate. Its Env holds only what differs from the
-	// supervisor's environment (KEY=VALUE); Environ gives the whole.
+	// RunDir are set by Locate. Its Env holds what the component asks
+	// for (KEY=VALUE), on top of the defined environment; Environ gives
+	// the whole.
 	Command process.Command
 	// InSandbox marks a node process that runs inside its node's
 	// sandbox: the node's executor wraps its command at every start.
@@ -166,23 +167,14 @@ func (d *Description) Locate(paths config.Paths) {
 	d.Command.RunDir = paths.Run(d.Scope, d.Name)
 }
 
-// Environ is the whole environment of d's process: the supervisor's,
-// without NOTIFY_SOCKET and the keys Command.Env sets, then Command.Env.
-// A PATH taken from the supervisor gets /usr/sbin and /sbin appended
-// where it lacks them (bins.SystemPath); one Command.Env sets is kept as is.
+// Environ is the whole environment of d's process: the defined one
+// (process.Environ: the supervisor's PATH, HOME, TZ and proxies, nothing
+// else of it), then Command.Env, whose entries replace those of the same
+// key. A PATH taken from the supervisor gets /usr/sbin and /sbin appended
+// where it lacks them (bins.SystemPath); one Command.Env sets is kept as
+// is.
 func (d Description) Environ() []string {
-	set := map[string]bool{"NOTIFY_SOCKET": true}
-	for _, kv := range d.Command.Env {
-		k, _, _ := strings.Cut(kv, "=")
-		set[k] = true
-	}
-	var env []string
-	for _, kv := range bins.SystemEnviron(os.Environ()) {
-		if k, _, _ := strings.Cut(kv, "="); !set[k] {
-			env = append(env, kv)
-		}
-	}
-	return append(env, d.Command.Env...)
+	return process.Environ(bins.SystemEnviron(os.Environ()), d.Command.Env...)
 }
 
 // Processes returns the descriptions of KindProcess, in order.

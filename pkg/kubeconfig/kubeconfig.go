@@ -7,7 +7,9 @@
 // renders YAML by hand. Writes are atomic (temporary file and rename); a new
 // file gets mode 0600, an existing one keeps its mode and owner, and changes
 // to a shared kubeconfig take the same lock file (<file>.lock) kubectl
-// takes, so kubernix and kubectl do not overwrite each other's edits.
+// takes, so kubernix and kubectl do not overwrite each other's edits. The
+// lock file kubernix writes names its holder (LockRecord), so that a lock
+// left by a kubernix killed mid-merge is removed by the next one.
 //
 // clientcmd.ModifyConfig is not used for the user's kubeconfig: it rewrites
 // the file in place (a crash mid-write leaves it truncated), creates
@@ -20,6 +22,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -119,17 +122,18 @@ func New(contextName, server string, caFile string, client pki.Pair) (*clientcmd
 //
 // Merge holds the lock file kubectl uses (see lockFile) while it reads and
 // writes the file; it waits up to LockTimeout for another writer and then
-// fails with an error wrapping ErrLocked. A file (or the directory that
+// fails with an error wrapping ErrLocked. A lock left by a kubernix that is
+// gone (killed mid-merge) is removed, with a warning on log (nil: none). A file (or the directory that
 // holds it) its owner may not write is refused with ErrReadOnly, a file
 // that does not parse as a kubeconfig with clientcmd's error, and the file
 // is left as it was. A src without the context, or whose context names a
 // missing cluster or user, is an error.
-func Merge(dst Target, src, contextName string) error {
-	return merge(dst, src, contextName, LockTimeout)
+func Merge(dst Target, src, contextName string, log *slog.Logger) error {
+	return merge(dst, src, contextName, LockTimeout, log)
 }
 
 // merge is Merge waiting lockTimeout for the lock.
-func merge(dst Target, src, contextName string, lockTimeout time.Duration) (err error) {
+func merge(dst Target, src, contextName string, lockTimeout time.Duration, log *slog.Logger) (err error) {
 	from, err := clientcmd.LoadFromFile(src)
 	if err != nil {
 		return fmt.Errorf("kubeconfig: load %s: %w", src, err)
@@ -156,7 +160,7 @@ func merge(dst Target, src, contextName string, lockTimeout time.Duration) (err 
 	if err := mkdirOwned(filepath.Dir(dst.Path), dst.Owner); err != nil {
 		return fmt.Errorf("kubeconfig: merge %s: %w", dst.Path, err)
 	}
-	unlock, err := lockFile(dst.Path, lockTimeout)
+	unlock, err := lockFile(dst.Path, lockTimeout, log)
 	if err != nil {
 		return err
 	}
@@ -177,17 +181,18 @@ func merge(dst Target, src, contextName string, lockTimeout time.Duration) (err 
 // kubeconfig at dst and clears current-context if it was contextName.
 // Everything else is kept, and the file keeps its mode and owner. A missing
 // dst or missing entries are not errors, and leave dst untouched. Remove
-// locks dst and refuses a read-only file like Merge.
-func Remove(dst, contextName string) error {
-	return remove(dst, contextName, LockTimeout)
+// locks dst, removing a stale lock, and refuses a read-only file like
+// Merge.
+func Remove(dst, contextName string, log *slog.Logger) error {
+	return remove(dst, contextName, LockTimeout, log)
 }
 
 // remove is Remove waiting lockTimeout for the lock.
-func remove(dst, contextName string, lockTimeout time.Duration) (err error) {
+func remove(dst, contextName string, lockTimeout time.Duration, log *slog.Logger) (err error) {
 	if _, err := os.Stat(dst); errors.Is(err, fs.ErrNotExist) {
 		return nil
 	}
-	unlock, err := lockFile(dst, lockTimeout)
+	unlock, err := lockFile(dst, lockTimeout, log)
 	if err != nil {
 		return err
 	}

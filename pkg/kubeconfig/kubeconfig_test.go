@@ -215,7 +215,7 @@ func TestMerge(t *testing.T) {
 			setup: func(t *testing.T, dst string) *clientcmdapi.Config {
 				other := writeOther(t, dst, "other")
 				old := writeSrc(t, newPKI(t), testContext, "https://10.99.0.1:6443")
-				if err := Merge(Target{Path: dst}, old, testContext); err != nil {
+				if err := Merge(Target{Path: dst}, old, testContext, nil); err != nil {
 					t.Fatal(err)
 				}
 				return other
@@ -228,7 +228,7 @@ func TestMerge(t *testing.T) {
 			dst := filepath.Join(t.TempDir(), "home", ".kube", "config")
 			other := tt.setup(t, dst)
 			src := writeSrc(t, b, testContext, testServer)
-			if err := Merge(Target{Path: dst}, src, testContext); err != nil {
+			if err := Merge(Target{Path: dst}, src, testContext, nil); err != nil {
 				t.Fatal(err)
 			}
 			if tt.wantMode == 0 {
@@ -307,7 +307,7 @@ func TestMergeErrors(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dst := filepath.Join(t.TempDir(), "config")
-			err := Merge(Target{Path: dst}, tt.src, testContext)
+			err := Merge(Target{Path: dst}, tt.src, testContext, nil)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Errorf("error %v, want %q", err, tt.want)
 			}
@@ -331,7 +331,7 @@ func TestMergeThroughSymlink(t *testing.T) {
 	if err := os.Symlink(target, dst); err != nil {
 		t.Fatal(err)
 	}
-	if err := Merge(Target{Path: dst}, writeSrc(t, b, testContext, testServer), testContext); err != nil {
+	if err := Merge(Target{Path: dst}, writeSrc(t, b, testContext, testServer), testContext, nil); err != nil {
 		t.Fatal(err)
 	}
 	if fi, err := os.Lstat(dst); err != nil || fi.Mode()&fs.ModeSymlink == 0 {
@@ -352,7 +352,7 @@ func TestMergeConcurrent(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make([]error, n)
 	for i := range n {
-		wg.Go(func() { errs[i] = Merge(Target{Path: dst}, srcs[i], contextName(i)) })
+		wg.Go(func() { errs[i] = Merge(Target{Path: dst}, srcs[i], contextName(i), nil) })
 	}
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
@@ -380,7 +380,7 @@ func TestMergeWaitsForKubectlLock(t *testing.T) {
 		t.Fatal(err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- Merge(Target{Path: dst}, src, testContext) }()
+	go func() { done <- Merge(Target{Path: dst}, src, testContext, nil) }()
 	select {
 	case err := <-done:
 		t.Fatalf("Merge returned while the file was locked: %v", err)
@@ -403,12 +403,12 @@ func TestMergeWaitsForKubectlLock(t *testing.T) {
 
 func TestLockTimeout(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "config")
-	unlock, err := lockFile(path, time.Second)
+	unlock, err := lockFile(path, time.Second, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	_, err = lockFile(path, 100*time.Millisecond)
+	_, err = lockFile(path, 100*time.Millisecond, nil)
 	if !errors.Is(err, ErrLocked) {
 		t.Errorf("second lock: %v, want ErrLocked", err)
 	}
@@ -418,7 +418,7 @@ func TestLockTimeout(t *testing.T) {
 	if err := unlock(); err != nil {
 		t.Fatal(err)
 	}
-	unlock, err = lockFile(path, 100*time.Millisecond)
+	unlock, err = lockFile(path, 100*time.Millisecond, nil)
 	if err != nil {
 		t.Fatalf("lock after unlock: %v", err)
 	}
@@ -445,7 +445,7 @@ func TestRemove(t *testing.T) {
 			name: "removes entries, keeps others, clears current-context",
 			setup: func(t *testing.T, dst string) {
 				writeOther(t, dst, "other")
-				if err := Merge(Target{Path: dst}, writeSrc(t, b, testContext, testServer), testContext); err != nil {
+				if err := Merge(Target{Path: dst}, writeSrc(t, b, testContext, testServer), testContext, nil); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -454,7 +454,7 @@ func TestRemove(t *testing.T) {
 		{
 			name: "keeps current-context of another cluster",
 			setup: func(t *testing.T, dst string) {
-				if err := Merge(Target{Path: dst}, writeSrc(t, b, testContext, testServer), testContext); err != nil {
+				if err := Merge(Target{Path: dst}, writeSrc(t, b, testContext, testServer), testContext, nil); err != nil {
 					t.Fatal(err)
 				}
 				writeOtherInto(t, dst)
@@ -465,7 +465,7 @@ func TestRemove(t *testing.T) {
 		{
 			name: "only entry",
 			setup: func(t *testing.T, dst string) {
-				if err := Merge(Target{Path: dst}, writeSrc(t, b, testContext, testServer), testContext); err != nil {
+				if err := Merge(Target{Path: dst}, writeSrc(t, b, testContext, testServer), testContext, nil); err != nil {
 					t.Fatal(err)
 				}
 			},
@@ -488,7 +488,7 @@ func TestRemove(t *testing.T) {
 			beforeInfo, _ := os.Stat(dst)
 			time.Sleep(20 * time.Millisecond)
 
-			if err := Remove(dst, testContext); err != nil {
+			if err := Remove(dst, testContext, nil); err != nil {
 				t.Fatal(err)
 			}
 			checkNoLock(t, dst)

@@ -152,12 +152,12 @@ func TestMergeOwnership(t *testing.T) {
 				checkNoLock(t, dst)
 				checkNoTemp(t, filepath.Dir(file))
 			}
-			if err := Merge(Target{Path: dst, Owner: tt.owner}, writeSrc(t, b, testContext, testServer), testContext); err != nil {
+			if err := Merge(Target{Path: dst, Owner: tt.owner}, writeSrc(t, b, testContext, testServer), testContext, nil); err != nil {
 				t.Fatal(err)
 			}
 			checkContext(t, file, testContext, testServer, b)
 			check("Merge")
-			if err := Remove(dst, testContext); err != nil {
+			if err := Remove(dst, testContext, nil); err != nil {
 				t.Fatal(err)
 			}
 			check("Remove")
@@ -252,8 +252,8 @@ func TestUnwritable(t *testing.T) {
 		name string
 		run  func(dst string) error
 	}{
-		{"Merge", func(dst string) error { return merge(Target{Path: dst}, src, testContext, lockWait) }},
-		{"Remove", func(dst string) error { return remove(dst, testContext, lockWait) }},
+		{"Merge", func(dst string) error { return merge(Target{Path: dst}, src, testContext, lockWait, nil) }},
+		{"Remove", func(dst string) error { return remove(dst, testContext, lockWait, nil) }},
 	}
 	for _, tt := range tests {
 		for _, op := range ops {
@@ -265,7 +265,7 @@ func TestUnwritable(t *testing.T) {
 				dst := filepath.Join(dir, "config")
 				tt.setup(t, dst, func() {
 					writeOther(t, dst, "other")
-					if err := Merge(Target{Path: dst}, src, testContext); err != nil {
+					if err := Merge(Target{Path: dst}, src, testContext, nil); err != nil {
 						t.Fatal(err)
 					}
 				})
@@ -315,7 +315,7 @@ func TestMergeReadOnlyDirectoryCreatesNothing(t *testing.T) {
 	}
 	readOnlyDir(t, dir)
 	dst := filepath.Join(dir, "config")
-	err := Merge(Target{Path: dst}, writeSrc(t, b, testContext, testServer), testContext)
+	err := Merge(Target{Path: dst}, writeSrc(t, b, testContext, testServer), testContext, nil)
 	if !errors.Is(err, ErrReadOnly) && !errors.Is(err, fs.ErrPermission) {
 		t.Errorf("error %v, want ErrReadOnly or a permission error", err)
 	}

@@ -8,7 +8,7 @@
 // supervisor, and records it in its run directory:
 //
 //	<RunDir>/pid       the process ID, one decimal line
-//	<RunDir>/run.json  a RunInfo: the exact argv, environment changes, and the
+//	<RunDir>/run.json  a RunInfo: the exact argv and environment, and the
 //	                   process start time that guards against PID reuse
 //
 // The log is capped: Start rotates an oversized one, and CapLog rotates a
@@ -59,10 +59,10 @@ type Command struct {
 	Path string
 	// Args are the arguments after Path (argv[1:] when there is no Wrapper).
 	Args []string
-	// Env is the full environment as KEY=VALUE entries; nil inherits the
-	// supervisor's os.Environ(), an empty slice gives an empty one. Only its differences from the supervisor's
-	// environment are recorded in run.json, so that secrets in the user's
-	// shell do not end up on disk.
+	// Env is the full environment as KEY=VALUE entries; nil means
+	// Environ(os.Environ()), the supervisor's PATH, HOME, TZ and proxies
+	// and nothing else of it. run.json records it, URL passwords
+	// redacted (RedactEnv).
 	Env []string
 	// Dir is the working directory; "" means RunDir.
 	Dir string
@@ -96,6 +96,14 @@ func (c Command) Argv() []string {
 	argv = append(argv, c.Wrapper...)
 	argv = append(argv, c.Path)
 	return append(argv, c.Args...)
+}
+
+// environ is the effective environment (see Env).
+func (c Command) environ() []string {
+	if c.Env == nil {
+		return Environ(os.Environ())
+	}
+	return c.Env
 }
 
 // dir is the effective working directory.
@@ -163,6 +171,7 @@ func Start(ctx context.Context, cmd Command, log *slog.Logger) (*Process, error)
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("component", cmd.Name, "scope", cmd.Scope)
+	cmd.Env = cmd.environ()
 	argv := cmd.Argv()
 	if err := prepareStart(ctx, cmd, log); err != nil {
 		return nil, err
@@ -247,10 +256,9 @@ func recordStart(cmd Command, argv []string, pid int, now time.Time) (uint64, er
 	if err != nil {
 		return 0, err
 	}
-	changed, unset := envDiff(cmd.Env)
 	info := RunInfo{
 		Name: cmd.Name, Scope: cmd.Scope, Argv: argv, Wrapper: cmd.Wrapper,
-		Env: changed, EnvUnset: unset, Dir: cmd.dir(), LogFile: cmd.LogFile,
+		Env: RedactEnv(cmd.environ()), Dir: cmd.dir(), LogFile: cmd.LogFile,
 		StopGroup: cmd.StopGroup, PID: pid, StartTime: st.startTime, StartedAt: now,
 	}
 	return st.startTime, writeRun(cmd.RunDir, info)
@@ -311,8 +319,8 @@ func claimRunDir(runDir string, log *slog.Logger) error {
 func (p *Process) PID() int { return p.pid }
 
 // Command returns the command the process runs. For an adopted process it is
-// rebuilt from run.json: Env then holds only the recorded differences from the
-// environment of the supervisor that started it, or nil.
+// rebuilt from run.json: Env then holds the recorded environment (URL
+// passwords redacted; nil in a record of an older kubernix).
 func (p *Process) Command() Command {
 	c := p.cmd
 	c.Args = slices.Clone(c.Args)

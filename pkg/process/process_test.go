@@ -76,7 +76,7 @@ func TestStart(t *testing.T) {
 	}
 	if info.Name != "kube-apiserver" || info.Scope != "control-plane" || info.PID != pid ||
 		info.StartTime != st.startTime || info.Dir != cmd.RunDir || info.LogFile != cmd.LogFile ||
-		info.Env != nil || info.StartedAt.IsZero() {
+		!slices.Equal(info.Env, RedactEnv(Environ(os.Environ()))) || info.StartedAt.IsZero() {
 		t.Errorf("run.json = %+v, want pid %d, start time %d, dir %s", info, pid, st.startTime, cmd.RunDir)
 	}
 
@@ -131,35 +131,53 @@ func assertSignaled(t *testing.T, p *Process, sig syscall.Signal) {
 	}
 }
 
+// TestStartEnvAndDir checks the environment a process gets and run.json
+// records: without Command.Env the defined one (Environ), so a variable
+// of the caller's shell such as ETCD_NAME does not reach it while a proxy
+// does, recorded with its password redacted; with Command.Env exactly
+// that.
 func TestStartEnvAndDir(t *testing.T) {
-	t.Setenv("KUBERNIX_TEST_DROP", "x")
-	var env []string
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, "KUBERNIX_TEST_DROP=") {
-			env = append(env, kv)
-		}
+	t.Setenv("ETCD_NAME", "from-the-shell")
+	t.Setenv("HTTPS_PROXY", "http://user:secret@127.0.0.1:3128")
+	script := `echo "etcd=${ETCD_NAME-unset} proxy=${HTTPS_PROXY-unset} add=${KUBERNIX_TEST_ADD-unset} pwd=$(pwd)"`
+	tests := []struct {
+		name    string
+		env     []string
+		want    string
+		wantRec []string
+	}{
+		{"defined environment", nil, "etcd=unset proxy=http://user:secret@127.0.0.1:3128 add=unset",
+			RedactEnv(Environ(os.Environ()))},
+		{"Command.Env as it is", []string{"KUBERNIX_TEST_ADD=42"}, "etcd=unset proxy=unset add=42",
+			[]string{"KUBERNIX_TEST_ADD=42"}},
 	}
-	cmd := shCommand(t, "env", `echo "add=$KUBERNIX_TEST_ADD drop=${KUBERNIX_TEST_DROP-unset} pwd=$(pwd)"`)
-	cmd.Env = append(env, "KUBERNIX_TEST_ADD=42")
-	cmd.Dir = t.TempDir()
-	p := start(t, cmd)
-	waitDone(t, p)
-
-	if err := p.ExitErr(); err != nil {
-		t.Fatalf("ExitErr = %v", err)
-	}
-	if want := "add=42 drop=unset pwd=" + cmd.Dir + "\n"; !strings.Contains(readLog(t, p), want) {
-		t.Errorf("log lacks %q:\n%s", want, readLog(t, p))
-	}
-	info, err := ReadRun(cmd.RunDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !slices.Equal(info.Env, []string{"KUBERNIX_TEST_ADD=42"}) || !slices.Equal(info.EnvUnset, []string{"KUBERNIX_TEST_DROP"}) {
-		t.Errorf("run.json env = %q, env_unset = %q", info.Env, info.EnvUnset)
-	}
-	if info.Dir != cmd.Dir {
-		t.Errorf("run.json dir = %q, want %q", info.Dir, cmd.Dir)
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cmd := shCommand(t, "env", script)
+			cmd.Env = tt.env
+			cmd.Dir = t.TempDir()
+			p := start(t, cmd)
+			waitDone(t, p)
+			if err := p.ExitErr(); err != nil {
+				t.Fatalf("ExitErr = %v", err)
+			}
+			if want := tt.want + " pwd=" + cmd.Dir + "\n"; !strings.Contains(readLog(t, p), want) {
+				t.Errorf("log lacks %q:\n%s", want, readLog(t, p))
+			}
+			info, err := ReadRun(cmd.RunDir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(info.Env, tt.wantRec) {
+				t.Errorf("run.json env = %q, want %q", info.Env, tt.wantRec)
+			}
+			if b, _ := os.ReadFile(filepath.Join(cmd.RunDir, RunFile)); strings.Contains(string(b), "secret") {
+				t.Errorf("run.json holds the proxy's password:\n%s", b)
+			}
+			if info.Dir != cmd.Dir {
+				t.Errorf("run.json dir = %q, want %q", info.Dir, cmd.Dir)
+			}
+		})
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -31,13 +30,10 @@ type RunInfo struct {
 	Argv []string `json:"argv"`
 	// Wrapper is the Command's Wrapper, a prefix of Argv.
 	Wrapper []string `json:"wrapper,omitempty"`
-	// Env lists the KEY=VALUE entries of Command.Env that are missing from
-	// or different in the supervisor's environment; nil when the process
-	// inherited the supervisor's environment.
+	// Env is the process's whole environment, KEY=VALUE entries
+	// (Command.Env, or Environ's), with URL passwords redacted
+	// (RedactEnv); nil in a record of an older kubernix.
 	Env []string `json:"env,omitempty"`
-	// EnvUnset lists, sorted, the keys of the supervisor's environment that
-	// Command.Env left out.
-	EnvUnset []string `json:"env_unset,omitempty"`
 	// Dir is the effective working directory.
 	Dir string `json:"dir"`
 	// LogFile is the file receiving stdout and stderr.
@@ -168,32 +164,4 @@ func removeFile(path string) error {
 		return err
 	}
 	return nil
-}
-
-// envDiff compares a Command's Env with the supervisor's environment: the
-// entries of env that are new or changed, and the keys env leaves out.
-func envDiff(env []string) (changed, unset []string) {
-	if env == nil {
-		return nil, nil
-	}
-	base := make(map[string]string)
-	for _, kv := range os.Environ() {
-		k, _, _ := strings.Cut(kv, "=")
-		base[k] = kv
-	}
-	kept := make(map[string]bool)
-	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
-		kept[k] = true
-		if base[k] != kv {
-			changed = append(changed, kv)
-		}
-	}
-	for k := range base {
-		if !kept[k] {
-			unset = append(unset, k)
-		}
-	}
-	slices.Sort(unset)
-	return changed, unset
 }

@@ -30,6 +30,12 @@ import (
 // os.ErrNotExist when there is no such cluster; one wrapping
 // config.ErrInvalid (exit 2) when several clusters of this user have the
 // name, or --name contradicts the name of the cluster in --state-dir.
+//
+// A cluster whose record cannot be read (cluster.LoadCluster) is returned
+// as the config cluster.Recover makes, with a *cluster.DamagedError: down
+// and delete go on with it (WarnDamaged), the other verbs report it. Its
+// name is the one the state dir's records give, else the selected one
+// (--name, or the default).
 func (e *Env) SavedConfig() (config.Config, error) {
 	cfg, explicit, err := config.LoadExplicit(e.Flags, e.Environ)
 	if err != nil {
@@ -40,29 +46,48 @@ func (e *Env) SavedConfig() (config.Config, error) {
 			return cfg, err
 		}
 	}
-	saved, err := cluster.LoadRecorded(cfg.StateDir)
-	if errors.Is(err, os.ErrNotExist) {
+	saved, err := cluster.LoadCluster(cfg.StateDir)
+	var damaged *cluster.DamagedError
+	switch {
+	case errors.Is(err, os.ErrNotExist):
 		return cfg, fmt.Errorf("no cluster %q in %s (%w); start one with `kubernix up`", cfg.Name, cfg.StateDir, os.ErrNotExist)
-	}
-	if err != nil {
+	case errors.As(err, &damaged) && saved.Name == "":
+		saved = cluster.Recover(cfg.StateDir, cfg.Name)
+	case err != nil && damaged == nil:
 		return cfg, err
 	}
 	if slices.Contains(explicit, "name") && saved.Name != cfg.Name {
 		return cfg, fmt.Errorf("%w: --name %s: the cluster in %s is named %q; leave out --name, or give the state dir of %q",
 			config.ErrInvalid, cfg.Name, cfg.StateDir, saved.Name, cfg.Name)
 	}
-	return saved, nil
+	return saved, err
+}
+
+// WarnDamaged returns nil after a warning on the error stream when err
+// is a *cluster.DamagedError (a record that cannot be read), saying that
+// the cluster is brought down from its other records; other errors it
+// returns as they are. down and delete call it on SavedConfig's error.
+func (e *Env) WarnDamaged(err error) error {
+	var damaged *cluster.DamagedError
+	if !errors.As(err, &damaged) {
+		return err
+	}
+	Fprintf(e.Streams.Err, "WARNING: %v\n  working from the cluster's other records instead: its supervisor, the run records "+
+		"(pidfile and run.json) of its processes, its node dirs and its mount, claim and kubeconfig records\n", damaged)
+	return nil
 }
 
 // findByName returns the state dir of the one cluster of inv named name,
 // or def when there is none. Several
 // of that name are an error wrapping config.ErrInvalid naming their state
-// dirs.
+// dirs. A cluster whose record is damaged counts under the name its
+// other records give (cluster.RecordedName).
 func findByName(inv cluster.Inventory, name, def string) (string, error) {
 	dirs, _ := inv.StateDirs()
 	var found []string
+	var damaged *cluster.DamagedError
 	for _, d := range dirs {
-		if c, err := cluster.LoadRecorded(d); err == nil && c.Name == name {
+		if c, err := cluster.LoadCluster(d); (err == nil || errors.As(err, &damaged)) && c.Name == name {
 			found = append(found, d)
 		}
 	}

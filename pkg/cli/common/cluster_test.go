@@ -1,12 +1,16 @@
 package common
 
 import (
+	"bytes"
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/spf13/pflag"
+	"k8s.io/client-go/tools/clientcmd"
+	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/config"
@@ -99,6 +103,116 @@ func TestUseClusterSettings(t *testing.T) {
 			}
 			if (used != "") != tt.used || cfg.Nodes != tt.nodes || cfg.CIDR != tt.cidr {
 				t.Errorf("used %q, nodes %d, cidr %s; want used %v, %d nodes, cidr %s", used, cfg.Nodes, cfg.CIDR, tt.used, tt.nodes, tt.cidr)
+			}
+		})
+	}
+}
+
+// damagedCluster writes a state dir at dir whose kubernix.toml (of a
+// cluster named name) got a line of garbage, with the admin kubeconfig up
+// writes, and records it in inv.
+func damagedCluster(t *testing.T, inv cluster.Inventory, dir, name string) {
+	t.Helper()
+	p := config.Paths{State: dir}
+	if err := p.MakeState(); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(p.ConfigFile(), []byte("name = '"+name+"'\nthis is not TOML\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Dir(p.Kubeconfig("admin")), 0o700); err != nil {
+		t.Fatal(err)
+	}
+	kc := clientcmdapi.NewConfig()
+	kc.CurrentContext = "kubernix-" + name
+	if err := clientcmd.WriteToFile(*kc, p.Kubeconfig("admin")); err != nil {
+		t.Fatal(err)
+	}
+	if err := inv.Record(dir); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestSavedConfigDamaged: a cluster whose record is damaged is selected
+// by --state-dir, returned under the name its other records give with a
+// DamagedError (which WarnDamaged turns into a warning), and found by
+// --name alone; a --name that contradicts it is refused.
+func TestSavedConfigDamaged(t *testing.T) {
+	root := t.TempDir()
+	inv := cluster.Inventory{Root: filepath.Join(root, "kubernix")}
+	dir := filepath.Join(root, "dmg")
+	damagedCluster(t, inv, dir, "dev")
+	if got, err := findByName(inv, "dev", "/default"); err != nil || got != dir {
+		t.Errorf("findByName(dev) = %q, %v; want %s", got, err, dir)
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		invalid bool
+	}{
+		{"--state-dir", []string{"--state-dir", dir}, false},
+		{"--state-dir and its --name", []string{"--state-dir", dir, "--name", "dev"}, false},
+		{"another --name", []string{"--state-dir", dir, "--name", "prod"}, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var errs bytes.Buffer
+			e := &Env{Flags: config.NewFlags(), Streams: Streams{Err: &errs}}
+			fs := pflag.NewFlagSet("down", pflag.ContinueOnError)
+			e.Flags.Bind(fs, config.SelectorKeys...)
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := e.SavedConfig()
+			if tt.invalid {
+				if !errors.Is(err, config.ErrInvalid) || errors.As(err, new(*cluster.DamagedError)) {
+					t.Fatalf("SavedConfig = %v, want an invalid --name", err)
+				}
+				return
+			}
+			var damaged *cluster.DamagedError
+			if !errors.As(err, &damaged) || cfg.Name != "dev" || cfg.StateDir != dir {
+				t.Fatalf("SavedConfig = %s in %s, %v; want dev in %s with a DamagedError", cfg.Name, cfg.StateDir, err, dir)
+			}
+			if err := e.WarnDamaged(err); err != nil || !strings.Contains(errs.String(), filepath.Join(dir, "kubernix.toml")) {
+				t.Errorf("WarnDamaged = %v, warning %q; want nil and a warning naming the record", err, errs.String())
+			}
+		})
+	}
+}
+
+// TestDamagedClusterSettings: a cluster.toml that does not parse stops
+// only an up that starts from it, with an error naming the file (exit 2);
+// a config file given instead is used.
+func TestDamagedClusterSettings(t *testing.T) {
+	state := t.TempDir()
+	asked := filepath.Join(state, "cluster.toml")
+	if err := os.WriteFile(asked, []byte("nodes = 3\nthis is not TOML\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	given := filepath.Join(t.TempDir(), "given.toml")
+	if err := os.WriteFile(given, []byte("nodes = 2\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tt := range []struct {
+		name string
+		args []string
+		ok   bool
+	}{
+		{"from the damaged settings", []string{"--state-dir", state}, false},
+		{"with --config", []string{"--state-dir", state, "--config", given}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e := &Env{Flags: config.NewFlags()}
+			fs := pflag.NewFlagSet("up", pflag.ContinueOnError)
+			e.Flags.Bind(fs)
+			if err := fs.Parse(tt.args); err != nil {
+				t.Fatal(err)
+			}
+			e.UseClusterSettings()
+			_, err := config.Load(e.Flags, e.Environ)
+			if tt.ok != (err == nil) || (err != nil && (!errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), asked))) {
+				t.Errorf("Load = %v, want ok %v or an invalid-configuration error naming %s", err, tt.ok, asked)
 			}
 		})
 	}

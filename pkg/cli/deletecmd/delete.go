@@ -55,7 +55,7 @@ error. --all deletes every cluster ` + "`kubernix list`" + ` shows.`,
 			if errors.Is(err, os.ErrNotExist) {
 				return deleteMissing(env, cfg)
 			}
-			if err != nil {
+			if err := env.WarnDamaged(err); err != nil {
 				return err
 			}
 			return Delete(ctx, env, cfg, timeout)

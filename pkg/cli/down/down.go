@@ -59,10 +59,20 @@ any failed, after trying all.`,
 				common.Fprintf(env.Streams.Err, "cluster %q does not exist (no kubernix.toml in %s): nothing to bring down\n", cfg.Name, cfg.StateDir)
 				return nil
 			}
-			if err != nil {
+			var damaged *cluster.DamagedError
+			errors.As(err, &damaged)
+			if err := env.WarnDamaged(err); err != nil {
 				return err
 			}
-			return Down(cmd.Context(), env, cfg, timeout)
+			if err := Down(cmd.Context(), env, cfg, timeout); err != nil {
+				return err
+			}
+			if damaged != nil && !damaged.Missing() {
+				common.Fprintf(env.Streams.Err, "%s is kept as it is, and the next `kubernix up` refuses it: fix or remove it first "+
+					"(up then starts from the settings of %s, if any), or remove the cluster with `kubernix delete`\n",
+					damaged.File, cfg.Paths().AskedConfigFile())
+			}
+			return nil
 		},
 	}
 	env.BindSelector(cmd)
@@ -71,9 +81,13 @@ any failed, after trying all.`,
 	return cmd
 }
 
-// Down brings the cluster of cfg (its recorded config) down as `kubernix
-// down` does and reports it on env's output. Errors are the cleanup's,
-// or name what was left behind.
+// Down brings the cluster of cfg (its recorded config, or for a damaged
+// record the one cluster.Recover made) down as `kubernix down` does and
+// reports it on env's output. It asks a live supervisor first, which
+// needs only cfg's name and state dir: the supervisor has its plan in
+// memory. Then it cleans up from the plan of cfg, which also stops every
+// live process recorded in the state dir (cluster.Cleanup). Errors are
+// the cleanup's, or name what was left behind.
 func Down(ctx context.Context, env *common.Env, cfg config.Config, timeout time.Duration) error {
 	log := env.Logger(cfg)
 	begin := time.Now()
@@ -126,7 +140,9 @@ func All(ctx context.Context, env *common.Env, timeout time.Duration) error {
 
 // ForEach calls f with the recorded config of every cluster of the
 // user's inventory that is running or broken (and stopped ones too with
-// stopped), in order, until ctx ends; failures are reported on the error
+// stopped), in order, until ctx ends; that of a cluster whose record is
+// damaged is the one recovered from its other records, after a warning
+// (cluster.LoadCluster, Env.WarnDamaged); failures are reported on the error
 // stream and counted in the error (exit 1). An inventory that could not
 // be read in full is an error too (exit 1), after what was read is done.
 func ForEach(ctx context.Context, env *common.Env, stopped bool, f func(config.Config) error) error {
@@ -140,8 +156,8 @@ func ForEach(ctx context.Context, env *common.Env, stopped bool, f func(config.C
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		cfg, err := cluster.LoadRecorded(in.StateDir)
-		if err == nil {
+		cfg, err := cluster.LoadCluster(in.StateDir)
+		if err = env.WarnDamaged(err); err == nil {
 			err = f(cfg)
 		}
 		if err != nil {

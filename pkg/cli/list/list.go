@@ -5,6 +5,8 @@ package list
 import (
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -18,7 +20,8 @@ import (
 // Cluster is one row of `kubernix list`, and one element of its JSON
 // (and YAML) output; the field names are stable.
 type Cluster struct {
-	// Name is the cluster's name (--name).
+	// Name is the cluster's name (--name); "" when its record is damaged
+	// and no other record names it.
 	Name string `json:"name"`
 	// Nodes is the number of nodes it was last started with.
 	Nodes int `json:"nodes"`
@@ -88,8 +91,11 @@ component or node). ` + "`kubernix down`" + ` brings a broken cluster to stopped
 
 -o json and -o yaml print a list of objects with the fields name, nodes,
 state, mode, stateDir, started (RFC 3339), supervisorPID and problems
-(why it is broken); the last three only when set. A state dir that cannot
-be read is reported after the list, and the exit code is 1.`,
+(why it is broken); the last three only when set. The table is followed,
+on the error stream, by a line per broken cluster saying why. A cluster
+whose record (kubernix.toml) cannot be read is broken too; down still
+brings it down. A state dir that cannot be read is reported after the
+list, and the exit code is 1.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := common.CheckOutput(output); err != nil {
@@ -104,6 +110,11 @@ be read is reported after the list, and the exit code is 1.`,
 			}
 			if err := printClusters(env.Streams.Out, output, rows(infos), time.Now()); err != nil {
 				return err
+			}
+			if output == common.OutputTable {
+				for _, line := range brokenNotes(infos) {
+					common.Fprintf(env.Streams.Err, "%s\n", line)
+				}
 			}
 			if findErr != nil {
 				return &common.ExitError{Code: 1, Err: findErr}
@@ -133,6 +144,32 @@ func rows(infos []cluster.Info) []Cluster {
 	return out
 }
 
+// maxProblems is how many problems of a broken cluster brokenNotes
+// names; the rest it counts.
+const maxProblems = 3
+
+// brokenNotes words a line for each broken cluster of infos: why it is
+// broken (its first maxProblems problems, and how many more) and what
+// brings it down. The table shows only the state; -o json has them all.
+func brokenNotes(infos []cluster.Info) []string {
+	var out []string
+	for _, in := range infos {
+		if in.State != cluster.StateBroken {
+			continue
+		}
+		problems := in.Problems
+		if len(problems) > maxProblems {
+			problems = append(slices.Clone(problems[:maxProblems]), fmt.Sprintf("and %d more", len(in.Problems)-maxProblems))
+		}
+		hint := fmt.Sprintf("`kubernix down --state-dir %s` brings it down", in.StateDir)
+		if in.Damaged && len(in.Problems) == 1 && in.Supervisor == 0 {
+			hint = fmt.Sprintf("nothing else of it is on the host: fix or remove its kubernix.toml before the next up, or `kubernix delete --state-dir %s`", in.StateDir)
+		}
+		out = append(out, fmt.Sprintf("cluster %q (%s) is broken: %s; %s", orUnknown(in.Name), in.StateDir, strings.Join(problems, ", "), hint))
+	}
+	return out
+}
+
 // printClusters writes cs in format (see common.PrintOutput); the table's AGE is
 // kubectl's short duration from Started to now.
 func printClusters(w io.Writer, format string, cs []Cluster, now time.Time) error {
@@ -143,8 +180,17 @@ func printClusters(w io.Writer, format string, cs []Cluster, now time.Time) erro
 			if c.Started != nil {
 				age = duration.HumanDuration(now.Sub(*c.Started))
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", c.Name, c.Nodes, c.State, age, c.Mode, c.StateDir)
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", orUnknown(c.Name), c.Nodes, c.State, age, c.Mode, c.StateDir)
 		}
 		return nil
 	})
+}
+
+// orUnknown is name, or "<unknown>" for the name of a cluster whose
+// record is damaged and whose other records do not name it.
+func orUnknown(name string) string {
+	if name == "" {
+		return "<unknown>"
+	}
+	return name
 }

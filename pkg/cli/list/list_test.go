@@ -2,6 +2,7 @@ package list
 
 import (
 	"bytes"
+	"slices"
 	"testing"
 	"time"
 
@@ -94,5 +95,26 @@ c     1      stopped  <unknown>  root      /tmp/c
 	var out bytes.Buffer
 	if err := printClusters(&out, common.OutputJSON, rows(nil), now); err != nil || out.String() != "[]\n" {
 		t.Errorf("no clusters in JSON: %q, %v; want []", out.String(), err)
+	}
+}
+
+// TestBrokenNotes: a line per broken cluster with why, at most
+// maxProblems problems and a count of the rest, and what to do (down; for
+// a damaged record with nothing else left, fix it or delete); none for
+// the others.
+func TestBrokenNotes(t *testing.T) {
+	infos := []cluster.Info{
+		{Name: "a", StateDir: "/s/a", State: cluster.StateRunning},
+		{Name: "b", StateDir: "/s/b", State: cluster.StateBroken, Problems: []string{"the cluster's record /s/b/kubernix.toml cannot be read: toml: x"}},
+		{StateDir: "/s/c", State: cluster.StateBroken, Problems: []string{"p1", "p2", "p3", "p4", "p5"}},
+		{Name: "d", StateDir: "/s/d", State: cluster.StateBroken, Damaged: true, Problems: []string{"record damaged"}},
+	}
+	want := []string{
+		"cluster \"b\" (/s/b) is broken: the cluster's record /s/b/kubernix.toml cannot be read: toml: x; `kubernix down --state-dir /s/b` brings it down",
+		"cluster \"<unknown>\" (/s/c) is broken: p1, p2, p3, and 2 more; `kubernix down --state-dir /s/c` brings it down",
+		"cluster \"d\" (/s/d) is broken: record damaged; nothing else of it is on the host: fix or remove its kubernix.toml before the next up, or `kubernix delete --state-dir /s/d`",
+	}
+	if got := brokenNotes(infos); !slices.Equal(got, want) {
+		t.Errorf("brokenNotes =\n%q\nwant\n%q", got, want)
 	}
 }

@@ -25,6 +25,11 @@ type Status struct {
 	// Time is when the status was taken (RFC 3339); expiry warnings count
 	// from it.
 	Time time.Time `json:"time"`
+	// Damaged says why the cluster's record (its kubernix.toml) cannot
+	// be read (cluster.DamagedError); "" when it can. A damaged cluster's
+	// Components are the processes its run records name, and it is
+	// never Healthy: `kubernix down` brings it down.
+	Damaged string `json:"damaged,omitempty"`
 	// Supervisor is the cluster's supervisor process.
 	Supervisor Supervisor `json:"supervisor"`
 	// Components are the cluster's processes in start order.
@@ -47,7 +52,7 @@ type Status struct {
 	// Addons are the enabled addons' health; null when the apiserver does
 	// not answer.
 	Addons []Addon `json:"addons"`
-	// Healthy is true when the supervisor and every component run, no node
+	// Healthy is true when the record is not Damaged, the supervisor and every component run, no node
 	// failed, the apiserver answers, every Node is Ready and every addon
 	// healthy. `kubernix status` exits 1 when it is false.
 	Healthy bool `json:"healthy"`
@@ -160,7 +165,7 @@ type AddonProcess struct {
 }
 
 // Table writes s as `kubernix status` prints it by default: the
-// supervisor line, a row per component, a line per published port, the failed nodes and certificate
+// supervisor line, the damage (Damaged) if any, a row per component, a line per published port, the failed nodes and certificate
 // warnings, the apiserver's state when it does not answer, then a row per
 // Node and a line per addon.
 func (s Status) Table(w io.Writer) error {
@@ -168,6 +173,9 @@ func (s Status) Table(w io.Writer) error {
 		common.Fprintf(w, "cluster %q: supervisor pid %d, state %s\n", s.Cluster, s.Supervisor.PID, s.StateDir)
 	} else {
 		common.Fprintf(w, "cluster %q: no supervisor running (state %s)\n", s.Cluster, s.StateDir)
+	}
+	if s.Damaged != "" {
+		common.Fprintf(w, "DAMAGED: %s\n  `kubernix down` still brings the cluster down from its other records; `kubernix delete` also removes its state dir\n", s.Damaged)
 	}
 	common.Fprintf(w, "COMPONENT\tSCOPE\tPID\tSTATE\tRESTARTS\tSINCE\tLAST FAILURE\n")
 	for _, c := range s.Components {
@@ -195,6 +203,9 @@ func (s Status) Table(w io.Writer) error {
 	switch {
 	case !s.APIServer.Running:
 		common.Fprintf(w, "apiserver: not running\n")
+		return nil
+	case s.Damaged != "":
+		common.Fprintf(w, "apiserver: running, not asked (%s)\n", s.APIServer.Error)
 		return nil
 	case !s.APIServer.Answering:
 		common.Fprintf(w, "apiserver: not answering (%s)\n", s.APIServer.Error)

@@ -35,8 +35,9 @@ func inUTC(t *testing.T) {
 }
 
 // statusCases are the Status values the goldens show: a healthy cluster,
-// one whose supervisor was killed, one whose apiserver does not answer, and
-// a healthy one whose nodes publish ports.
+// one whose supervisor was killed, one whose apiserver does not answer,
+// a healthy one whose nodes publish ports, and a running one whose record
+// is damaged.
 func statusCases() map[string]Status {
 	now := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
 	started := now.Add(-time.Hour)
@@ -82,8 +83,18 @@ func statusCases() map[string]Status {
 	ports := healthy
 	ports.Ports = []cluster.Published{{Listen: "127.0.0.1:8080", Protocol: "TCP", Node: "kx-node-0", NodePort: 30080},
 		{Listen: "0.0.0.0:5353", Protocol: "UDP", Node: "kx-node-0", NodePort: 53}}
+	damaged := Status{
+		Cluster: "kx", StateDir: "/tmp/kx", Time: now,
+		Damaged:    "the cluster's record /tmp/kx/kubernix.toml cannot be read: invalid configuration: config file /tmp/kx/kubernix.toml: toml: expected character =",
+		Supervisor: Supervisor{PID: 100, Running: true},
+		Components: []Component{
+			{Name: "etcd", Node: "control-plane", PID: 101, State: components.StateRunning, Since: &started},
+			{Name: "kube-apiserver", Node: "control-plane", PID: 102, State: components.StateRunning, Since: &started},
+		},
+		APIServer: APIServer{Running: true, Error: "the cluster's record is damaged"},
+	}
 	return map[string]Status{"healthy": healthy, "supervisor-killed": down, "apiserver-not-answering": notAnswering,
-		"addons-unhealthy": unhealthyAddon, "ports": ports}
+		"addons-unhealthy": unhealthyAddon, "ports": ports, "damaged": damaged}
 }
 
 // TestStatusOutput renders each Status as a table and as JSON (goldens),

@@ -3,8 +3,10 @@ package status
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -45,6 +47,14 @@ func NewCommand(env *common.Env) *cobra.Command {
 				return err
 			}
 			cfg, err := env.SavedConfig()
+			var damaged *cluster.DamagedError
+			if errors.As(err, &damaged) && !timings {
+				st := collectDamaged(cfg, damaged, time.Now())
+				if err := common.PrintOutput(env.Streams.Out, output, st, st.Table); err != nil {
+					return err
+				}
+				return &common.ExitError{Code: 1, Err: fmt.Errorf("cluster %q is damaged: %w", cfg.Name, damaged)}
+			}
 			if err != nil {
 				return err
 			}
@@ -124,9 +134,37 @@ func collect(ctx context.Context, cfg config.Config, now time.Time) (Status, err
 	return st, nil
 }
 
+// collectDamaged is the status of a cluster whose record cannot be read
+// (damaged), at now: the damage, the supervisor and the processes its
+// run records name (cluster.RunDirs), as the supervisor recorded them
+// while it runs; the apiserver is not asked, as without the record the
+// cluster's addresses are not known. Never healthy.
+func collectDamaged(cfg config.Config, damaged *cluster.DamagedError, now time.Time) Status {
+	p := cfg.Paths()
+	st := Status{Cluster: cfg.Name, StateDir: p.State, Time: now.UTC(), Damaged: damaged.Error()}
+	st.Supervisor.PID, st.Supervisor.Running = cluster.Running(p)
+	var ds []components.Description
+	for _, dir := range cluster.RunDirs(p) {
+		info, _ := process.ReadRun(dir)
+		d := components.Description{Name: filepath.Base(dir), Scope: filepath.Base(filepath.Dir(dir)), Kind: components.KindProcess}
+		if info.Name != "" {
+			d.Name, d.Scope = info.Name, info.Scope
+		}
+		d.Command.RunDir = dir
+		ds = append(ds, d)
+	}
+	st.Components = componentStatus(ds, st.Supervisor.Running)
+	for _, c := range st.Components {
+		if c.Name == apiserver.Name && c.State == components.StateRunning {
+			st.APIServer = APIServer{Running: true, Error: "the cluster's record is damaged"}
+		}
+	}
+	return st
+}
+
 // healthy is Status.Healthy, from the rest of s.
 func (s Status) healthy() bool {
-	ok := s.Supervisor.Running && len(s.FailedNodes) == 0 && s.APIServer.Answering
+	ok := s.Damaged == "" && s.Supervisor.Running && len(s.FailedNodes) == 0 && s.APIServer.Answering
 	for _, c := range s.Components {
 		ok = ok && c.State == components.StateRunning
 	}

@@ -3,14 +3,21 @@ package status
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/components"
+	"github.com/kubernix/kubernix/pkg/components/apiserver"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/pki"
+	"github.com/kubernix/kubernix/pkg/process"
 )
 
 func TestComponentState(t *testing.T) {
@@ -153,5 +160,44 @@ func TestWarnExpiring(t *testing.T) {
 	warnExpiring()
 	if out.Len() != 0 {
 		t.Errorf("after renewal: %s", out.String())
+	}
+}
+
+// TestCollectDamaged: the status of a cluster whose record is damaged
+// names the damage and lists the processes its run records name, live or
+// not, and is never healthy.
+func TestCollectDamaged(t *testing.T) {
+	state := t.TempDir()
+	p := config.Paths{State: state}
+	if err := process.RecordSelf(cluster.SupervisorRunDir(p), cluster.SupervisorName, cluster.SupervisorScope); err != nil {
+		t.Fatal(err)
+	}
+	sleep := exec.Command("sleep", "600")
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = sleep.Process.Kill(); _ = sleep.Wait() })
+	if err := process.Record(p.Run(config.ControlPlaneScope, apiserver.Name), apiserver.Name, config.ControlPlaneScope, sleep.Process.Pid, sleep.Args, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(p.Run("kx-node-0", "kubelet"), 0o755); err != nil { // never started
+		t.Fatal(err)
+	}
+	damaged := &cluster.DamagedError{File: p.ConfigFile(), Err: errors.New("toml: expected character =")}
+	st := collectDamaged(config.Config{Name: "kx", StateDir: state}, damaged, time.Now())
+	if st.Damaged != damaged.Error() || !st.Supervisor.Running || st.Supervisor.PID != os.Getpid() || st.Healthy || st.healthy() {
+		t.Errorf("status %+v: want the damage, this process as supervisor, not healthy", st)
+	}
+	var got []string
+	for _, c := range st.Components {
+		got = append(got, fmt.Sprintf("%s/%s %s", c.Node, c.Name, c.State))
+	}
+	want := []string{"control-plane/kube-apiserver running", "kx-node-0/kubelet stopped"}
+	slices.Sort(got)
+	if !slices.Equal(got, want) {
+		t.Errorf("components %q, want %q", got, want)
+	}
+	if !st.APIServer.Running || st.APIServer.Answering {
+		t.Errorf("apiserver %+v: want running, not asked", st.APIServer)
 	}
 }

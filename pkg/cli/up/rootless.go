@@ -181,8 +181,13 @@ func rootlessChildArgv(f *flags, cfg config.Config, notifyPath string) ([]string
 // streams.
 func startRootlesskit(env *common.Env, kit rootless.Kit, detached bool, lock *cluster.StateLock, logFile *os.File) (*started, error) {
 	cmd := exec.Command(kit.Rootlesskit, kit.Args()...)
-	// The supervisor inside, its components and rootlesskit itself run
-	// system tools (ip, iptables, nsenter) that a user's PATH may lack.
+	// The caller's whole environment: the supervisor inside is this
+	// kubernix and reads its settings from it as we did (KUBERNIX_*,
+	// KUBECONFIG, HOME, XDG_*, TMPDIR), and gives its components only the
+	// defined one (process.Environ); rootlesskit (1.x) has no flag read
+	// from a variable and sets its ROOTLESSKIT_* for its child itself.
+	// The supervisor and rootlesskit run system tools (ip,
+	// iptables, nsenter) that a user's PATH may lack.
 	cmd.Env = bins.SystemEnviron(os.Environ())
 	cmd.Stdin = lock.File()
 	if detached {

@@ -321,6 +321,10 @@ func startSupervisor(f *flags, cfg config.Config, lock *cluster.StateLock, logFi
 	child.Stdin = lock.File()
 	child.Stdout, child.Stderr = logFile, logFile
 	child.ExtraFiles = []*os.File{notify}
+	// The caller's whole environment: the supervisor is this kubernix,
+	// reading its settings from it (KUBERNIX_*, SUDO_*, KUBECONFIG, HOME)
+	// as we did; its components get only the defined one
+	// (process.Environ).
 	child.Env = os.Environ()
 	child.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	sup, err := start(child, "supervisor")
