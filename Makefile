@@ -27,7 +27,7 @@ UPSTREAM   := $(BIN)/kube $(BIN)/kubectl $(BIN)/agnhost $(BIN)/containerd \
 	$(BIN)/local-path-provisioner $(BIN)/registry $(BIN)/metrics-server
 KUBERNIX_SRC := $(shell find cmd pkg assets images -type f 2>/dev/null) go.mod go.sum
 
-.PHONY: all deps bins images build install uninstall up down test unit integration bench doctor clean fmt vet vet-bundle \
+.PHONY: all deps bins images build install uninstall up down test unit e2e bench doctor clean fmt vet vet-bundle \
 	conformance conformance-bins
 
 all: build
@@ -153,13 +153,23 @@ vet:
 vet-bundle:
 	cd bundle && $(GO) vet ./...
 
+# Unit tests: no cluster, no built binaries, no root (tests that need root
+# skip without it; the integration tests skip with -short).
 unit:
-	$(GO) test ./...
+	$(GO) test -short -count=1 ./...
+	cd test/conformance && $(GO) test -short -count=1 ./cmd/...
 
-# Integration tests start real clusters: they need root and the built binaries.
-test: deps bins images build vet
-	KUBERNIX_BIN_DIR=$(BIN) KUBERNIX_IMAGES_DIR=$(IMAGES) $(GO) test -count=1 -timeout 40m ./...
-	cd test/conformance && $(GO) test -count=1 ./cmd/...
+# Integration tests start real clusters: they need root and the built
+# binaries. E2E_PARALLEL is how many clusters of the tests that may share
+# the machine run at once (t.Parallel; see test/e2e/shared_test.go).
+E2E_PARALLEL ?= 2
+E2E_PACKAGES := ./test/e2e ./pkg/containerd
+e2e: deps bins images build
+	KUBERNIX_BIN_DIR=$(BIN) KUBERNIX_IMAGES_DIR=$(IMAGES) $(GO) test -count=1 -timeout 40m \
+		-parallel $(E2E_PARALLEL) $(E2E_PACKAGES)
+
+# Every test: vet, the unit tests, then the integration tests.
+test: vet unit e2e
 
 # `make conformance [FOCUS=regex] [SKIP=regex] [PROCS=8]` (issue #16) runs
 # upstream's [Conformance] specs offline on a 3-node cluster and writes the

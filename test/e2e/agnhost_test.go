@@ -19,12 +19,12 @@ import (
 func agnhostToolsManifest() string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: ConfigMap
-metadata: {name: env, namespace: default}
+metadata: {name: env}
 data: {data-1: value-1}
 ---
 apiVersion: v1
 kind: Pod
-metadata: {name: tools, namespace: default}
+metadata: {name: tools}
 spec:
   containers:
     - name: netexec
@@ -53,14 +53,12 @@ spec:
 // /localhost.key, the user and group upstream's image defines, and tar,
 // which kubectl cp runs.
 func TestAgnhostTools(t *testing.T) {
-	e := newEnv(t, "e2e-agnhost", "10.215.0.0/16", "--addons", "coredns")
+	e := sharedCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	e.downOnCleanup()
-	e.mustKubernix(ctx, "up", "--detach")
 	e.apply(ctx, agnhostToolsManifest())
 	e.mustKubectl(ctx, "wait", "--for=condition=Ready", "pod/tools", "--timeout=120s")
-	apiIP := strings.TrimSpace(e.mustKubectl(ctx, "get", "svc", "kubernetes", "-o", "jsonpath={.spec.clusterIP}"))
+	apiIP := strings.TrimSpace(e.mustKubectl(ctx, "--namespace", "default", "get", "svc", "kubernetes", "-o", "jsonpath={.spec.clusterIP}"))
 
 	tests := []struct {
 		name, script string

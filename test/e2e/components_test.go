@@ -58,6 +58,7 @@ kubelet_args = ['--max-pods=50']
 // audit policy (issue 15), and observes each in the running cluster.
 func TestComponents(t *testing.T) {
 	e := newEnv(t, "kxc-comp", componentsCIDR)
+	e.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	dir := t.TempDir()

@@ -25,18 +25,16 @@ import (
 	"github.com/kubernix/kubernix/pkg/process"
 )
 
-// TestCredentials brings up a one-node cluster and checks how its
+// TestCredentials checks, on the shared cluster, how its
 // credentials are split (issue #11, item 3): etcd refuses client
 // certificates of the cluster CA and takes the apiserver's; the user's
 // context is in the kubernix:cluster-admins group, not system:masters, and
 // can still administer the cluster; the apiserver writes an audit log; the
 // logs and the images folder are not readable by other users.
 func TestCredentials(t *testing.T) {
-	e := newEnv(t, "e2e-creds", "10.62.0.0/16")
+	e := sharedCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	e.downOnCleanup()
-	t.Logf("up:\n%s", e.mustKubernix(ctx, "up", "--detach"))
 	paths := config.Paths{State: e.stateDir}
 	pkiDir := paths.PKI()
 
@@ -113,6 +111,7 @@ func TestCredentials(t *testing.T) {
 			t.Errorf("user %s in groups %q: want kubernix:cluster-admins and not system:masters", u.Username, u.Groups)
 		}
 		e.mustKubectl(ctx, "create", "namespace", "creds-check")
+		t.Cleanup(func() { e.kubectl(context.Background(), "delete", "namespace", "creds-check", "--wait=false") })
 		if got := strings.TrimSpace(e.mustKubectl(ctx, "auth", "can-i", "*", "*", "--all-namespaces")); got != "yes" {
 			t.Errorf("can-i * * = %q, want yes", got)
 		}

@@ -153,6 +153,7 @@ func checkDownOutput(t *testing.T, verb, out string, code int, record string) {
 // output names the damaged file. `status` says it is damaged.
 func TestDamagedRecordDown(t *testing.T) {
 	e := newEnv(t, "dmg-run", "10.231.0.0/16", "--nodes", "2")
+	e.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	e.downOnCleanup()
@@ -183,6 +184,7 @@ func TestDamagedRecordDown(t *testing.T) {
 // run records.
 func TestDamagedRecordKilled(t *testing.T) {
 	e := newEnv(t, "dmg-kill", "10.232.0.0/16", "--nodes", "2")
+	e.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	e.downOnCleanup()
@@ -215,6 +217,7 @@ func TestDamagedRecordKilled(t *testing.T) {
 // records remain), and down removes all of it.
 func TestDamagedRecordMissing(t *testing.T) {
 	e := newEnv(t, "dmg-miss", "10.233.0.0/16")
+	e.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	e.downOnCleanup()
@@ -240,6 +243,7 @@ func TestDamagedRecordMissing(t *testing.T) {
 // state dir, its name claim and its kubeconfig context.
 func TestDamagedRecordDelete(t *testing.T) {
 	e := newEnv(t, "dmg-del", "10.234.0.0/16")
+	e.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	e.downOnCleanup()

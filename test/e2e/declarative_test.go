@@ -33,6 +33,7 @@ func TestDeclarativeConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	e := newEnv(t, "kxd", declCIDR, "--config", example, "--addons", "coredns")
+	e.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	e.downOnCleanup()
@@ -176,7 +177,8 @@ func TestDeclarativeConfigRefused(t *testing.T) {
 // comes back with 2 nodes and CoreDNS only, changes nothing, and config
 // view shows those settings.
 func TestUpStartsFromLastSettings(t *testing.T) {
-	e := newEnv(t, "kxl", declCIDR)
+	e := newEnv(t, "kxl", "10.189.0.0/16")
+	e.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	e.downOnCleanup()

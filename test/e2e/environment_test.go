@@ -43,6 +43,7 @@ var notPassed = []string{"ETCD_NAME=", "ETCD_DATA_DIR=", "REGISTRY_HTTP_ADDR=127
 // shows.
 func TestEnvironment(t *testing.T) {
 	e := newEnv(t, "kxenv", "10.131.0.0/16")
+	e.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	// The proxy must not carry the cluster's own traffic.

@@ -35,6 +35,9 @@ type env struct {
 	// foreignMounts are mount points under the state dir that the test
 	// made as other software would: not the cluster's leftovers.
 	foreignMounts map[string]bool
+	// namespace, if set, is the namespace kubectl acts in (a test's own
+	// on a shared cluster, see sharedCluster).
+	namespace string
 }
 
 // newEnv skips unless the test can start clusters, and returns an env for
@@ -127,8 +130,11 @@ func (e *env) mustKubernix(ctx context.Context, verb string, more ...string) str
 // kubectl runs the bundled kubectl against the cluster's merged context.
 func (e *env) kubectl(ctx context.Context, args ...string) (string, error) {
 	e.t.Helper()
-	cmd := exec.CommandContext(ctx, filepath.Join(e.binDir, "kubectl"),
-		append([]string{"--context", "kubernix-" + e.name}, args...)...)
+	flags := []string{"--context", "kubernix-" + e.name}
+	if e.namespace != "" {
+		flags = append(flags, "--namespace", e.namespace)
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(e.binDir, "kubectl"), append(flags, args...)...)
 	cmd.Env = e.environ()
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -202,7 +208,6 @@ func hash8(name string) string {
 //     host namespace (process executor);
 //   - cgroups: /kubernix/<node> in every hierarchy.
 func (e *env) leftovers(nodes []string, hostKubeChains bool) []string {
-	e.t.Helper()
 	var out []string
 	entries, _ := os.ReadDir("/proc")
 	for _, d := range entries {

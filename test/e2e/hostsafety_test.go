@@ -134,6 +134,7 @@ func TestHostSafety(t *testing.T) {
 // too, as the record of the killed run says they exist.
 func TestCleanupFollowsRecord(t *testing.T) {
 	e := newEnv(t, "e2e-rec", "10.214.0.0/16")
+	e.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	t.Cleanup(func() { e.kubernix(context.Background(), "down") })
@@ -384,6 +385,7 @@ func TestDownLeavesNothing(t *testing.T) {
 	for _, nodes := range []int{1, 3} {
 		t.Run(fmt.Sprintf("%d nodes", nodes), func(t *testing.T) {
 			e := newEnv(t, fmt.Sprintf("e2e-leak%d", nodes), fmt.Sprintf("10.%d.0.0/16", 220+nodes), "--nodes", strconv.Itoa(nodes))
+			e.parallel() // the two sizes side by side
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 			defer cancel()
 			t.Cleanup(func() { e.kubernix(context.Background(), "down") })

@@ -37,6 +37,7 @@ import (
 // node, a corrupt one refused without leftovers).
 func TestImages(t *testing.T) {
 	e := newEnv(t, "e2e-images", "10.203.0.0/16", "--nodes", "2")
+	e.parallel()
 	nodes := []string{"e2e-images-node-0", "e2e-images-node-1"}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()

@@ -92,6 +92,7 @@ func dirList(t *testing.T, dir string) []string {
 // as kubernix's, and down through the link leaves nothing.
 func TestInputStateDirLink(t *testing.T) {
 	e := newEnv(t, "inp-e2e-link", inputCIDR)
+	e.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	old := "# written by an older kubernix\nname = 'inp-e2e-link'\nnodes = 1\n"

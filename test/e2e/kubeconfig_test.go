@@ -24,6 +24,7 @@ import (
 // by down.
 func TestKubeconfigMalformed(t *testing.T) {
 	e := newEnv(t, "kcfbad", "10.64.0.0/16")
+	e.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	const malformed = "apiVersion: v1\nclusters: [\n  - name: broken\n"

@@ -32,6 +32,7 @@ import (
 // until the test kills the supervisor that holds it.
 func TestKubeconfigStaleLock(t *testing.T) {
 	first := newEnv(t, "kxlock1", "10.132.0.0/16")
+	first.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	kubeconfig := first.kubeconfig
@@ -101,6 +102,7 @@ func TestKubeconfigStaleLock(t *testing.T) {
 	}
 
 	second := newEnv(t, "kxlock2", "10.133.0.0/16")
+	second.parallel()
 	second.kubeconfig = kubeconfig
 	second.downOnCleanup()
 	out := second.mustKubernix(ctx, "up", "--detach")

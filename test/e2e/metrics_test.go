@@ -15,7 +15,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/images"
 )
 
-// TestMetrics brings up two nodes with the default addons and checks the
+// TestMetrics checks, on the shared two-node cluster with the default addons, the
 // metrics-server addon (issue 13, item 3): its APIService is Available
 // and verified by the cluster CA (a caBundle, no insecureSkipTLSVerify),
 // `kubectl top nodes` lists every node (metrics-server scraped each
@@ -24,12 +24,10 @@ import (
 // and a HorizontalPodAutoscaler on CPU reads the CPU of a busy pod and
 // scales its Deployment up.
 func TestMetrics(t *testing.T) {
-	e := newEnv(t, "e2e-metrics", "10.165.0.0/16", "--nodes", "2")
-	nodes := []string{"e2e-metrics-node-0", "e2e-metrics-node-1"}
+	e := sharedCluster(t)
+	nodes := sharedRoot.nodeNames()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	e.downOnCleanup()
-	t.Logf("up:\n%s", e.mustKubernix(ctx, "up", "--detach"))
 
 	t.Run("APIService verified by the cluster CA and Available", func(t *testing.T) {
 		get := func(path string) string {
@@ -161,7 +159,7 @@ func hasPodRow(out, ns, prefix string) bool {
 // keeps its CPU at 10% of the request with one or two replicas.
 var burnerManifest = `apiVersion: apps/v1
 kind: Deployment
-metadata: {name: burner, namespace: default}
+metadata: {name: burner}
 spec:
   replicas: 1
   selector: {matchLabels: {app: burner}}
@@ -180,7 +178,7 @@ spec:
 ---
 apiVersion: autoscaling/v2
 kind: HorizontalPodAutoscaler
-metadata: {name: burner, namespace: default}
+metadata: {name: burner}
 spec:
   scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: burner}
   minReplicas: 1

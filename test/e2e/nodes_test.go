@@ -49,6 +49,7 @@ mounts = [{ host_path = %q, node_path = %q, read_only = true }]
 		t.Fatal(err)
 	}
 	e := newEnv(t, "kxn-nodes", nodesCIDR, "--config", file)
+	e.parallel()
 	nodes := []string{"kxn-nodes-front", "kxn-nodes-gpu"}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()

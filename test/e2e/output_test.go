@@ -53,6 +53,7 @@ func TestOutput(t *testing.T) {
 	dir := t.TempDir()
 	kc := filepath.Join(dir, "kc")
 	e := newEnv(t, "kxo-out", "10.176.0.0/16", "--addons", "coredns", "--kubeconfig", kc)
+	e.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	// The user's own kubeconfig ($KUBECONFIG of every kubernix run here).

@@ -81,6 +81,7 @@ func writePortsConfig(t *testing.T, content string) string {
 // well.
 func TestPorts(t *testing.T) {
 	e := newEnv(t, "kxp-e2e", portsCIDR, "--nodes", "2", "--config", writePortsConfig(t, portsConfig))
+	e.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	node1 := e.name + "-node-1"

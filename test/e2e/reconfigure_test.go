@@ -24,6 +24,7 @@ import (
 func TestReconfigure(t *testing.T) {
 	const cidr, otherCIDR = "10.184.0.0/16", "10.185.0.0/16"
 	e := newEnv(t, "kxr-e2e", cidr)
+	e.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	t.Cleanup(func() { e.kubernix(context.Background(), "down") })

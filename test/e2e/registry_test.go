@@ -27,6 +27,7 @@ const registryCIDR = "10.166.0.0/16"
 // on both nodes run (Always asks the registry again).
 func TestRegistry(t *testing.T) {
 	e := newEnv(t, "rg-e2e", registryCIDR, "--nodes", "2")
+	e.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	e.mustKubernix(ctx, "up", "--detach")

@@ -68,7 +68,7 @@ spec:
 
 func (e *env) apply(ctx context.Context, manifest string) {
 	e.t.Helper()
-	f := filepath.Join(e.stateDir, "manifest.yaml")
+	f := filepath.Join(e.t.TempDir(), "manifest.yaml")
 	if err := os.WriteFile(f, []byte(manifest), 0o644); err != nil {
 		e.t.Fatal(err)
 	}

@@ -19,7 +19,8 @@ import (
 // (SIGHUP) brings its cluster down in order, as Ctrl-C does, and leaves
 // nothing behind (issue #11, item 5).
 func TestForegroundSIGHUP(t *testing.T) {
-	e := newEnv(t, "e2e-hup", "10.63.0.0/16")
+	e := newEnv(t, "e2e-hup", "10.65.0.0/16")
+	e.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	e.downOnCleanup()
@@ -82,6 +83,7 @@ func TestForegroundSIGHUP(t *testing.T) {
 // and the cluster recovers (item 5).
 func TestSupervision(t *testing.T) {
 	e := newEnv(t, "e2e-sup", "10.63.0.0/16")
+	e.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	e.downOnCleanup()

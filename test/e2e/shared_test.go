@@ -1,0 +1,248 @@
+package e2e
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// TestMain runs the package's tests, then brings down the clusters they
+// shared (see sharedCluster) and checks that nothing of them is left: a
+// leftover fails the run as a failed test would.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if err := sharedRoot.close(); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: shared cluster %s: %v\n", sharedRoot.name, err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// sharedRoot is the multi-node root cluster (two nodes, every default
+// addon) of the tests that only read their cluster or add objects of their
+// own, which they remove at their end (sharedCluster). Made by the first
+// test that asks for it, brought down by TestMain.
+var sharedRoot = &shared{name: "kx-shared", cidr: "10.150.0.0/16", nodes: 2}
+
+// shared is a cluster several tests use one after another.
+type shared struct {
+	name, cidr string
+	nodes      int
+
+	once sync.Once
+	env  *env  // nil until started
+	err  error // why it could not start
+	dirs []string
+}
+
+// nodeNames are the cluster's node names, in order.
+func (s *shared) nodeNames() []string {
+	var out []string
+	for i := range s.nodes {
+		out = append(out, fmt.Sprintf("%s-node-%d", s.name, i))
+	}
+	return out
+}
+
+// sharedCluster returns, for test t, an env on the shared root cluster,
+// starting it first if no test did. Its kubectl and apply act in a
+// namespace of t's own (named after the test), which is deleted, with what
+// t made in it, when t ends. A test that makes cluster-wide objects
+// removes them itself. It skips as newEnv does, and fails t when the
+// cluster could not start.
+func sharedCluster(t *testing.T) *env {
+	t.Helper()
+	binDir := requireIntegration(t, "start a cluster")
+	s := sharedRoot
+	s.once.Do(func() { s.env, s.err = s.start(binDir) })
+	if s.err != nil {
+		t.Fatalf("shared cluster %s: %v", s.name, s.err)
+	}
+	e := *s.env
+	e.t = t
+	ns := testNamespace(t.Name())
+	e.namespace = ns
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	e.namespaceless(func() { e.mustKubectl(ctx, "create", "namespace", ns) })
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+		defer cancel()
+		e.namespaceless(func() {
+			if out, err := e.kubectl(ctx, "delete", "namespace", ns, "--wait=true"); err != nil {
+				t.Errorf("delete the test's namespace: %v\n%s", err, out)
+			}
+		})
+	})
+	return &e
+}
+
+// testNamespace is a namespace name for the test named name: lower case,
+// dashes for what a DNS label may not hold, at most 63 characters.
+func testNamespace(name string) string {
+	n := strings.Trim(regexp.MustCompile(`[^a-z0-9]+`).ReplaceAllString(strings.ToLower(name), "-"), "-")
+	if len(n) > 50 {
+		n = n[:50]
+	}
+	return "e2e-" + strings.TrimRight(n, "-")
+}
+
+// namespaceless runs f with e's kubectl in the context's own namespace.
+func (e *env) namespaceless(f func()) {
+	ns := e.namespace
+	e.namespace = ""
+	defer func() { e.namespace = ns }()
+	f()
+}
+
+// start brings the cluster up (detached) with the binaries in binDir, its
+// state and kubeconfig in temp dirs of its own.
+func (s *shared) start(binDir string) (*env, error) {
+	state, err := os.MkdirTemp("", "kx-e2e-shared-")
+	if err != nil {
+		return nil, err
+	}
+	kc, err := os.MkdirTemp("", "kx-e2e-shared-kubeconfig-")
+	if err != nil {
+		return nil, err
+	}
+	s.dirs = []string{state, kc}
+	claims.mu.Lock()
+	claims.held[s.name], claims.held[s.cidr] = "the shared cluster", "the shared cluster"
+	claims.mu.Unlock()
+	e := &env{
+		binDir: binDir, name: s.name, stateDir: state, cidr: s.cidr,
+		kubeconfig: filepath.Join(kc, "user-kubeconfig"), extra: []string{"--nodes", fmt.Sprint(s.nodes)},
+		netnsBefore: runNetns(),
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if out, err := e.run(ctx, "up", "--detach"); err != nil {
+		s.env = e // so close brings down what started
+		return nil, fmt.Errorf("up: %w\n%s", err, out)
+	}
+	return e, nil
+}
+
+// run runs kubernix verb with the cluster's flags, without a test.
+func (e *env) run(ctx context.Context, verb string, more ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, filepath.Join(e.binDir, "kubernix"), append(append([]string{verb}, e.argsOf(verb)...), more...)...)
+	cmd.Env = e.environ()
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// close brings the cluster down if it was started and checks that nothing
+// of it is left (env.leftovers), then removes its temp dirs.
+func (s *shared) close() error {
+	if s.env == nil {
+		return nil
+	}
+	defer func() {
+		for _, d := range s.dirs {
+			os.RemoveAll(d)
+		}
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if out, err := s.env.run(ctx, "down"); err != nil {
+		return fmt.Errorf("down: %w\n%s", err, out)
+	}
+	if left := s.env.leftovers(s.nodeNames(), false); len(left) > 0 {
+		return errors.New("down left:\n" + strings.Join(left, "\n"))
+	}
+	return nil
+}
+
+// parallel lets the test of e run beside the package's other parallel
+// tests (at most -parallel at once, after every sequential test). Only a
+// test with a cluster of its own (container executor) that neither changes
+// nor checks anything host-wide that another cluster touches (sysctls,
+// named network namespaces, fixed host ports, root's list of clusters)
+// may call it. Its cluster's registry moves to a port of its own, as two
+// clusters starting at once would otherwise both pick the first free
+// one, and its name and CIDR must not be another running test's (claim).
+func (e *env) parallel() {
+	e.t.Helper()
+	if !slices.Contains(e.extra, "--registry-port") && !configSetsRegistryPort(e.t, e.extra) {
+		e.extra = append(e.extra, "--registry-port", strconv.Itoa(int(nextRegistryPort.Add(1))))
+	}
+	if _, done := parallelTests.LoadOrStore(e.t, true); !done {
+		e.t.Parallel()
+	}
+	claims.take(e.t, e.name, e.cidr)
+}
+
+// parallelTests are the tests that called t.Parallel through parallel
+// (a test with two clusters calls parallel for each).
+var parallelTests sync.Map
+
+// configSetsRegistryPort reports whether the cluster file that args give
+// with --config sets registry_port (which a flag would override).
+func configSetsRegistryPort(t *testing.T, args []string) bool {
+	t.Helper()
+	i := slices.Index(args, "--config")
+	if i < 0 || i+1 >= len(args) {
+		return false
+	}
+	b, err := os.ReadFile(args[i+1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	return regexp.MustCompile(`(?m)^\s*registry_port\s*=`).Match(b)
+}
+
+// nextRegistryPort is one below the next registry port parallel hands out.
+var nextRegistryPort atomic.Int32
+
+func init() { nextRegistryPort.Store(15000) }
+
+// claims are the cluster names and CIDRs of the running parallel tests.
+var claims = &claimSet{held: map[string]string{}}
+
+// claimSet maps a cluster name or CIDR to the test holding it.
+type claimSet struct {
+	mu   sync.Mutex
+	held map[string]string
+}
+
+// take claims name and cidr for t until it ends, failing t when another
+// running test holds either or a CIDR overlapping cidr.
+func (c *claimSet) take(t *testing.T, name, cidr string) {
+	t.Helper()
+	p, err := netip.ParsePrefix(cidr)
+	if err != nil {
+		t.Fatalf("cluster %s: CIDR %q: %v", name, cidr, err)
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, holder := range c.held {
+		if k == name {
+			t.Fatalf("cluster name %s is also test %s's: give each test its own", name, holder)
+		}
+		if q, err := netip.ParsePrefix(k); err == nil && q.Overlaps(p) {
+			t.Fatalf("CIDR %s of cluster %s overlaps %s of test %s: give each test its own", cidr, name, k, holder)
+		}
+	}
+	c.held[name], c.held[cidr] = t.Name(), t.Name()
+	t.Cleanup(func() {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		delete(c.held, name)
+		delete(c.held, cidr)
+	})
+}
