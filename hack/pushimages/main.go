@@ -12,7 +12,10 @@
 // localhost:5001/e2e-test-images/agnhost:2.55: the name under which a
 // cluster with registry_mirrors = ['registry.k8s.io'] serves it to its
 // nodes for registry.k8s.io/e2e-test-images/agnhost:2.55. The registry is
-// spoken to over plain HTTP. It prints one line per image pushed.
+// spoken to over plain HTTP. With -state-dir it authenticates with the
+// cluster's registry account (readable by the cluster's owner only), with
+// -registry as the Docker config says (`kubernix registry login`). It
+// prints one line per image pushed.
 package main
 
 import (
@@ -24,12 +27,14 @@ import (
 	"os"
 	"strconv"
 
+	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/kubernix/kubernix/internal/toolmain"
 	"github.com/kubernix/kubernix/pkg/cluster"
+	kxregistry "github.com/kubernix/kubernix/pkg/components/registry"
 )
 
 func main() { toolmain.Main("pushimages", run) }
@@ -48,6 +53,7 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
+	auth := remote.WithAuthFromKeychain(authn.DefaultKeychain)
 	if *stateDir != "" {
 		cfg, err := cluster.LoadRecorded(*stateDir)
 		if err != nil {
@@ -57,12 +63,17 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 			return fmt.Errorf("-state-dir %s: the cluster runs no local registry (the registry addon, --registry-port)", *stateDir)
 		}
 		*registry = "localhost:" + strconv.Itoa(cfg.LocalRegistryPort())
+		cred, err := kxregistry.ReadCredentials(cfg.Paths().RegistryAuth())
+		if err != nil {
+			return fmt.Errorf("-state-dir %s: the registry's account: %w", *stateDir, err)
+		}
+		auth = remote.WithAuth(&authn.Basic{Username: cred.Username, Password: cred.Password})
 	}
 	if *registry == "" {
 		return errors.New("-registry or -state-dir: missing, e.g. -registry localhost:5001")
 	}
 	for _, file := range fs.Args() {
-		if err := pushTarball(ctx, stdout, *registry, file); err != nil {
+		if err := pushTarball(ctx, stdout, *registry, file, auth); err != nil {
 			return err
 		}
 	}
@@ -70,8 +81,8 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 }
 
 // pushTarball pushes each tagged image of the docker-archive file to
-// registry under Target's name.
-func pushTarball(ctx context.Context, stdout io.Writer, registry, file string) error {
+// registry under Target's name, authenticating with auth.
+func pushTarball(ctx context.Context, stdout io.Writer, registry, file string, auth remote.Option) error {
 	opener := func() (io.ReadCloser, error) { return os.Open(file) }
 	manifest, err := tarball.LoadManifest(opener)
 	if err != nil {
@@ -91,7 +102,7 @@ func pushTarball(ctx context.Context, stdout io.Writer, registry, file string) e
 			if err != nil {
 				return fmt.Errorf("%s: image %s: %w", file, repoTag, err)
 			}
-			if err := remote.Write(dst, img, remote.WithContext(ctx)); err != nil {
+			if err := remote.Write(dst, img, remote.WithContext(ctx), auth); err != nil {
 				return fmt.Errorf("push %s (from %s) to %s: %w", repoTag, file, dst, err)
 			}
 			fmt.Fprintf(stdout, "pushed %s as %s\n", src, dst)

@@ -21,6 +21,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/cli/logs"
 	"github.com/kubernix/kubernix/pkg/cli/ociwrap"
 	"github.com/kubernix/kubernix/pkg/cli/portproxy"
+	"github.com/kubernix/kubernix/pkg/cli/registrycmd"
 	"github.com/kubernix/kubernix/pkg/cli/sandbox"
 	"github.com/kubernix/kubernix/pkg/cli/status"
 	"github.com/kubernix/kubernix/pkg/cli/up"
@@ -81,6 +82,7 @@ func NewRootCommand(streams common.Streams, environ []string) *cobra.Command {
 		status.NewCommand(env),
 		logs.NewCommand(env),
 		image.NewCommand(env),
+		registrycmd.NewCommand(env),
 		envcmd.NewEnvCommand(env),
 		envcmd.NewShellCommand(env),
 		kubeconfigcmd.NewCommand(env),

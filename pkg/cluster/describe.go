@@ -240,8 +240,9 @@ func (p *Plan) addonParams() addons.Params {
 }
 
 // describeRegistry describes the local registry (pkg/components/registry),
-// unless --registry-port is 0: on the bridge address and, as root, on the
-// host's 127.0.0.1 (rootless, rootlesskit publishes the port there).
+// unless --registry-port is 0: read-only on the bridge address, and for
+// pushes on 127.0.0.1 (rootless, that of rootlesskit's namespace, where
+// its port forward from the host's 127.0.0.1 arrives).
 func describeRegistry(p *Plan) ([]components.Description, error) {
 	if p.Cfg.LocalRegistryPort() == 0 {
 		return nil, nil
@@ -251,15 +252,12 @@ func describeRegistry(p *Plan) ([]components.Description, error) {
 
 // RegistrySpec is the local registry of the plan's cluster.
 func (p *Plan) RegistrySpec() registry.Spec {
-	s := registry.Spec{
-		Binary: p.Bin(registry.Name), ConfigFile: p.Paths.RegistryConfig(), StorageDir: p.Paths.Registry(),
-		IP: p.APIServerIP, Port: p.Cfg.RegistryPort, HostsDir: p.Paths.Registries(),
+	return registry.Spec{
+		Binary: p.Bin(registry.Name), ConfigFile: p.Paths.RegistryConfig(), LocalConfigFile: p.Paths.RegistryLocalConfig(),
+		StorageDir: p.Paths.Registry(), AuthDir: p.Paths.RegistryAuth(),
+		IP: p.APIServerIP, LocalIP: registryLocalIP, Port: p.Cfg.RegistryPort, HostsDir: p.Paths.Registries(),
 		Mirrors: p.Cfg.RegistryMirrors,
 	}
-	if !p.Rootless {
-		s.LocalIP = registryLocalIP
-	}
-	return s
 }
 
 // pruneRegistryHosts removes the hosts.toml files kubernix rendered in
@@ -276,7 +274,8 @@ func (p *Plan) pruneRegistryHosts() error {
 	return nil
 }
 
-// registryLocalIP is where the host reaches the local registry.
+// registryLocalIP is where the host pushes to the local registry (and,
+// rootless, where rootlesskit's port forward delivers in its namespace).
 var registryLocalIP = netip.MustParseAddr("127.0.0.1")
 
 // manifestSuffix names an addon's manifest task: "<addon>-manifest".

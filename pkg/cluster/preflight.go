@@ -155,7 +155,7 @@ type HostPort struct {
 // client and peer, kube-apiserver, kube-controller-manager and
 // kube-scheduler secure ports, the cloud controller's and the port
 // proxy's healthz, the local
-// registry's there and, as root, on 127.0.0.1), and with the process
+// registry's there and on 127.0.0.1), and with the process
 // executor also the node's kubelet and kube-proxy ports (its node IP is
 // the bridge address);
 // sandboxed nodes bind theirs in their own namespaces. The ports come from
@@ -180,7 +180,7 @@ func HostPorts(cfg config.Config) []HostPort {
 		ports = append(ports, HostPort{"port-proxy (healthz)", ip, portproxy.HealthzPort, ""})
 	}
 	_, rootless := ReadRootless(cfg.Paths())
-	ports = append(ports, registryPorts(ip, cfg.LocalRegistryPort(), !rootless)...)
+	ports = append(ports, registryPorts(ip, cfg.LocalRegistryPort())...)
 	if node.HostNetwork(cfg.EffectiveExecutor(rootless)) {
 		ports = append(ports,
 			HostPort{"kubelet", ip, kubelet.Port, ""},

@@ -12,6 +12,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/components"
 	ctrdcomp "github.com/kubernix/kubernix/pkg/components/containerd"
 	"github.com/kubernix/kubernix/pkg/components/kubelet"
+	"github.com/kubernix/kubernix/pkg/components/registry"
 	"github.com/kubernix/kubernix/pkg/components/scheduler"
 	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/network"
@@ -42,7 +43,7 @@ func (c *Cluster) register(r *component.Registry) error {
 
 // hooks returns what d does that needs the live cluster: tasks by their
 // data (an addon's manifest and Deployment) or name, and the node
-// components' and the scheduler's extra steps. A component without any
+// components', the scheduler's and the writable registry's extra steps. A component without any
 // (a new process, say) needs none.
 func (c *Cluster) hooks(d components.Description) components.Hooks {
 	var h components.Hooks
@@ -65,6 +66,12 @@ func (c *Cluster) hooks(d components.Description) components.Hooks {
 		// Before it schedules anything onto a node a smaller cluster no
 		// longer has.
 		h.Prepare = c.deleteStaleNodes
+	case d.Name == registry.LocalName:
+		// Its htpasswd file, and the account the owner's tools log in with.
+		h.Prepare = func(context.Context) error {
+			_, err := registry.EnsureCredentials(c.Plan.Paths.RegistryAuth())
+			return err
+		}
 	case nd == nil:
 	case d.Name == node.SandboxName:
 		return nd.Exec.SandboxHooks(

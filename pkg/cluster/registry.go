@@ -13,18 +13,14 @@ import (
 const registryFlag = "--registry-port"
 
 // registryPorts are the listeners of the local registry on port in the
-// namespace the cluster runs in: the bridge address and, unless local is
-// false (rootless: rootlesskit publishes the port on the host), the
-// loopback address the host pushes to. None when port is 0 (no registry).
-func registryPorts(bridge netip.Addr, port int, local bool) []HostPort {
+// namespace the cluster runs in: the bridge address and the loopback
+// address pushes go to (rootless, rootlesskit's namespace's, where its
+// port forward from the host arrives). None when port is 0 (no registry).
+func registryPorts(bridge netip.Addr, port int) []HostPort {
 	if port == 0 {
 		return nil
 	}
-	ports := []HostPort{{registry.Name, bridge, port, registryFlag}}
-	if local {
-		ports = append(ports, HostPort{registry.LocalName, registryLocalIP, port, registryFlag})
-	}
-	return ports
+	return []HostPort{{registry.Name, bridge, port, registryFlag}, {registry.LocalName, registryLocalIP, port, registryFlag}}
 }
 
 // ChooseRegistryPort returns the local registry's port for cfg (a root
@@ -41,7 +37,7 @@ func ChooseRegistryPort(cfg config.Config) (int, error) {
 	}
 	ignore := recordedPIDs(cfg.Paths())
 	return chooseRegistryPort(cfg.LocalRegistryPort(), func(port int) []HostPort {
-		return registryPorts(n.BridgeIP(), port, true)
+		return registryPorts(n.BridgeIP(), port)
 	}, ignore)
 }
 

@@ -59,8 +59,17 @@ func (p Paths) Registries() string { return filepath.Join(p.State, "registries")
 // kept across down and up.
 func (p Paths) Registry() string { return filepath.Join(p.State, "registry") }
 
-// RegistryConfig is the local registry's config.yml, rendered at every start.
+// RegistryConfig is the config.yml of the local registry's read-only
+// instance on the bridge, rendered at every start.
 func (p Paths) RegistryConfig() string { return filepath.Join(p.State, "registry.yml") }
+
+// RegistryLocalConfig is the config.yml of the local registry's instance
+// on the loopback address, the one pushes go to, rendered at every start.
+func (p Paths) RegistryLocalConfig() string { return filepath.Join(p.State, "registry-localhost.yml") }
+
+// RegistryAuth holds the account pushes to the local registry need and
+// its htpasswd file (mode 0700, kept across down and up).
+func (p Paths) RegistryAuth() string { return filepath.Join(p.State, "registry-auth") }
 
 // Logs is the directory of every log file of the cluster, the apiserver's
 // audit log among them; only its owner may read it (mode 0700).

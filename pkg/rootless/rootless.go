@@ -42,16 +42,24 @@ type Kit struct {
 	HostPort  int
 	ChildIP   netip.Addr
 	ChildPort int
-	// SamePorts are further TCP ports forwarded from HostIP to ChildIP
-	// unchanged (the local registry's); 0 entries are skipped.
-	SamePorts []int
+	// LoopbackPorts are further TCP ports forwarded from HostIP to the
+	// namespace's own loopback (ChildLoopback) unchanged: the local
+	// registry's, which only the host side then reaches, not the nodes'
+	// and pods' namespaces; 0 entries are skipped.
+	LoopbackPorts []int
 	// Argv is the command run in the namespace.
 	Argv []string
 }
 
+// ChildLoopback is the loopback address of rootlesskit's network
+// namespace. Its builtin port driver dials a forwarded port from inside
+// the namespace, so it reaches a listener there.
+var ChildLoopback = netip.MustParseAddr("127.0.0.1")
+
 // Args returns rootlesskit's argv (without the binary): slirp4netns
 // networking without access to the host's loopback, the CopyUp dirs, the
-// builtin port driver publishing the apiserver, the state dir, then Argv.
+// builtin port driver publishing the apiserver and LoopbackPorts, the
+// state dir, then Argv.
 func (k Kit) Args() []string {
 	args := []string{
 		"--net=slirp4netns", "--slirp4netns-binary=" + k.Slirp4netns,
@@ -64,9 +72,9 @@ func (k Kit) Args() []string {
 		"--port-driver=builtin",
 		"--publish="+PortSpec(k.HostIP, k.HostPort, k.ChildIP, k.ChildPort),
 	)
-	for _, p := range k.SamePorts {
+	for _, p := range k.LoopbackPorts {
 		if p != 0 {
-			args = append(args, "--publish="+PortSpec(k.HostIP, p, k.ChildIP, p))
+			args = append(args, "--publish="+PortSpec(k.HostIP, p, ChildLoopback, p))
 		}
 	}
 	args = append(args,

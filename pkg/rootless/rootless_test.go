@@ -18,8 +18,8 @@ func TestKitArgs(t *testing.T) {
 		StateDir: "/home/u/.local/share/kubernix/k/rootlesskit",
 		HostIP:   netip.MustParseAddr("127.0.0.1"), HostPort: 6443,
 		ChildIP: netip.MustParseAddr("10.10.0.1"), ChildPort: 6443,
-		SamePorts: []int{5001, 0},
-		Argv:      []string{"/bin/kubernix", "up", "--rootless-child"},
+		LoopbackPorts: []int{5001, 0},
+		Argv:          []string{"/bin/kubernix", "up", "--rootless-child"},
 	}
 	if err := k.Validate(); err != nil {
 		t.Fatal(err)
@@ -28,7 +28,7 @@ func TestKitArgs(t *testing.T) {
 		"--net=slirp4netns", "--slirp4netns-binary=/usr/bin/slirp4netns", "--disable-host-loopback",
 		"--copy-up=/etc", "--copy-up=/run", "--copy-up=/var/lib", "--copy-up=/var/log",
 		"--port-driver=builtin", "--publish=127.0.0.1:6443:10.10.0.1:6443/tcp",
-		"--publish=127.0.0.1:5001:10.10.0.1:5001/tcp",
+		"--publish=127.0.0.1:5001:127.0.0.1:5001/tcp",
 		"--state-dir=/home/u/.local/share/kubernix/k/rootlesskit",
 		"--", "/bin/kubernix", "up", "--rootless-child",
 	}

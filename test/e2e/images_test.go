@@ -489,18 +489,7 @@ func (e *env) wantImage(ctx context.Context, n, ref, digest, source string, pinn
 // can only use what is in the node) and waits until it is Ready.
 func (e *env) runPod(ctx context.Context, pod, n, image string) {
 	e.t.Helper()
-	e.apply(ctx, fmt.Sprintf(`apiVersion: v1
-kind: Pod
-metadata: {name: %s, namespace: default}
-spec:
-  nodeName: %s
-  terminationGracePeriodSeconds: 1
-  containers:
-    - name: app
-      image: %s
-      imagePullPolicy: Never
-      args: ["pause"]
-`, pod, n, image))
+	e.apply(ctx, pausePod(pod, n, image, "Never"))
 	e.mustKubectl(ctx, "wait", "--for=condition=Ready", "pod/"+pod, "--timeout=120s")
 }
 

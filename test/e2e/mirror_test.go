@@ -37,7 +37,7 @@ func TestRegistryMirror(t *testing.T) {
 	}
 
 	img := testImage(t, testImageBase(t, e), fmt.Sprintf("localhost:%d/e2e-test-images/agnhost:2.55", port), "mirrored")
-	pushImage(t, img)
+	pushImage(t, img, e.registryLogin(ctx))
 	e.runPulled(ctx, nodes, "registry.k8s.io/e2e-test-images/agnhost:2.55", img.digest)
 
 	e.mustKubernix(ctx, "down")

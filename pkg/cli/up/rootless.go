@@ -153,7 +153,7 @@ func prepareRootless(ctx context.Context, env *common.Env, cfg *config.Config) (
 	return rootless.Kit{
 		Rootlesskit: facts.Paths["rootlesskit"], Slirp4netns: facts.Paths["slirp4netns"], StateDir: kitDir,
 		HostIP: hostLoopback, HostPort: port, ChildIP: n.BridgeIP(), ChildPort: port,
-		SamePorts: samePorts(cfg),
+		LoopbackPorts: loopbackPorts(cfg),
 	}, err
 }
 
@@ -303,9 +303,10 @@ func runRootlessChild(ctx context.Context, env *common.Env, cfg config.Config, f
 	return supervise(ctx, env, cfg, f, plan, notify)
 }
 
-// samePorts are the ports rootlesskit publishes on the host's 127.0.0.1
-// at the same number inside: the local registry's, if it runs.
-func samePorts(cfg *config.Config) []int {
+// loopbackPorts are the ports rootlesskit publishes on the host's
+// 127.0.0.1 to the same number on its namespace's loopback: the local
+// registry's, if it runs (its instance there takes the owner's pushes).
+func loopbackPorts(cfg *config.Config) []int {
 	if port := cfg.LocalRegistryPort(); port != 0 {
 		return []int{port}
 	}

@@ -10,16 +10,18 @@
 // (containerd's config_path).
 //
 // The registry serves one address (its http.addr), and the cluster needs
-// two: the bridge address for the nodes and 127.0.0.1 for the host. So
-// Describe returns two processes of the same binary and config, over the
-// same storage: Name on the bridge address and, when Spec.LocalIP is set,
-// LocalName on the loopback (its http.addr overridden by
-// REGISTRY_HTTP_ADDR). Distribution supports several registries over one
-// storage (as behind a load balancer); here each client talks to one of
-// them for a whole upload, and no blob descriptor cache is configured, so
-// neither serves stale metadata. In a rootless cluster the host's
-// 127.0.0.1:<port> is rootlesskit's port forward to the bridge address,
-// so only Name runs.
+// two, each with its own config: Name on the bridge address, which every
+// node and pod reaches, serves pulls only (storage.maintenance.readonly:
+// pushes and deletes answer 405, and it purges no uploads), and LocalName
+// on the loopback address, which no node or pod reaches, takes pushes
+// from the cluster's owner alone: its htpasswd file (EnsureCredentials)
+// lists one generated account, kept in the state dir (0600) and handed to
+// the owner's tools by `kubernix registry login`. Both serve the same
+// storage, as distribution allows behind a load balancer; uploads go to
+// LocalName only, and no blob descriptor cache is configured, so neither
+// serves stale metadata. In a rootless cluster LocalName listens on the
+// loopback of rootlesskit's network namespace, and rootlesskit's port
+// forward from the host's 127.0.0.1:<port> reaches it there.
 package registry
 
 import (
@@ -44,9 +46,10 @@ import (
 
 // Names of the components.
 const (
-	// Name is the registry on the cluster bridge address.
+	// Name is the read-only registry on the cluster bridge address.
 	Name = "registry"
-	// LocalName is the registry on the host's loopback (root clusters).
+	// LocalName is the registry on the loopback address, the one pushes
+	// go to.
 	LocalName = "registry-localhost"
 )
 
@@ -58,15 +61,17 @@ const DefaultPort = config.DefaultRegistryPort
 type Spec struct {
 	// Binary is the path of the registry binary.
 	Binary string
-	// ConfigFile is where its config.yml is rendered.
-	ConfigFile string
+	// ConfigFile is where Name's config.yml is rendered, LocalConfigFile
+	// LocalName's.
+	ConfigFile, LocalConfigFile string
 	// StorageDir is the filesystem driver's root directory.
 	StorageDir string
+	// AuthDir holds the account LocalName admits (EnsureCredentials).
+	AuthDir string
 	// IP is the cluster bridge address: the nodes pull from IP:Port.
 	IP netip.Addr
-	// LocalIP, if valid, is the host's loopback address (127.0.0.1) the
-	// second process serves on; invalid when something else publishes
-	// the port there (rootlesskit).
+	// LocalIP is the loopback address (127.0.0.1) LocalName serves on: the
+	// host's, or in a rootless cluster that of rootlesskit's namespace.
 	LocalIP netip.Addr
 	// Port is the TCP port of both listeners, 1-65535.
 	Port int
@@ -110,13 +115,19 @@ func (s Spec) HostsFiles() []string {
 	return out
 }
 
-// Describe returns the registry as one or two processes of the
-// Infrastructure phase (see the package doc), each ready once GET /v2/
-// answers. Name renders config.yml and the hosts.toml files (HostsFiles)
-// and makes the storage dir; LocalName, which reads the same config,
-// starts after it. It errors only if the files cannot be rendered.
+// Describe returns the registry as two processes of the Infrastructure
+// phase (see the package doc): Name, ready once GET /v2/ answers, renders
+// its config.yml and the hosts.toml files (HostsFiles); LocalName, ready
+// once GET / answers (the one path its htpasswd auth leaves open), renders
+// its own config.yml. Both make the storage dir. The caller ensures
+// LocalName's account (EnsureCredentials on AuthDir) before it starts. It
+// errors only if the files cannot be rendered.
 func Describe(s Spec) ([]components.Description, error) {
-	cfg, err := components.RenderYAML(Config(s), "registry config.yml")
+	bridgeCfg, err := components.RenderYAML(Config(s), "registry config.yml")
+	if err != nil {
+		return nil, err
+	}
+	localCfg, err := components.RenderYAML(LocalConfig(s), "registry-localhost config.yml")
 	if err != nil {
 		return nil, err
 	}
@@ -124,15 +135,17 @@ func Describe(s Spec) ([]components.Description, error) {
 	if err != nil {
 		return nil, err
 	}
-	describe := func(name string, ip netip.Addr, env []string) components.Description {
+	describe := func(name, configFile, probe string, cfg []byte) components.Description {
 		return components.Description{
 			Name: name, Scope: config.ControlPlaneScope, Kind: components.KindProcess, Phase: component.Infrastructure,
-			Binary: Name, Command: process.Command{Path: s.Binary, Args: []string{"serve", s.ConfigFile}, Env: env},
-			Probe: components.Probe{HTTPGet: s.URL(ip) + "/v2/"},
+			Binary: Name, Command: process.Command{Path: s.Binary, Args: []string{"serve", configFile}},
+			Probe: components.Probe{HTTPGet: probe},
+			Files: []components.File{{Path: configFile, Content: cfg}},
+			Dirs:  []string{s.StorageDir},
 		}
 	}
-	bridge := describe(Name, s.IP, nil)
-	bridge.Files = []components.File{{Path: s.ConfigFile, Content: cfg}, {Path: s.HostsFile(), Content: hosts}}
+	bridge := describe(Name, s.ConfigFile, s.URL(s.IP)+"/v2/", bridgeCfg)
+	bridge.Files = append(bridge.Files, components.File{Path: s.HostsFile(), Content: hosts})
 	for _, m := range s.Mirrors {
 		b, err := MirrorHostsTOML(s, m)
 		if err != nil {
@@ -140,15 +153,8 @@ func Describe(s Spec) ([]components.Description, error) {
 		}
 		bridge.Files = append(bridge.Files, components.File{Path: s.MirrorHostsFile(m), Content: b})
 	}
-	bridge.Dirs = []string{s.StorageDir}
-	out := []components.Description{bridge}
-	if s.LocalIP.IsValid() {
-		addr := netip.AddrPortFrom(s.LocalIP, uint16(s.Port)).String()
-		local := describe(LocalName, s.LocalIP, []string{"REGISTRY_HTTP_ADDR=" + addr})
-		local.Needs = []string{Name} // for its files
-		out = append(out, local)
-	}
-	return out, nil
+	local := describe(LocalName, s.LocalConfigFile, s.URL(s.LocalIP)+"/", localCfg)
+	return []components.Description{bridge, local}, nil
 }
 
 // File is the registry's config.yml (distribution's configuration
@@ -158,6 +164,7 @@ type File struct {
 	Version string  `json:"version"`
 	Log     Log     `json:"log"`
 	Storage Storage `json:"storage"`
+	Auth    *Auth   `json:"auth,omitempty"`
 	HTTP    HTTP    `json:"http"`
 	Health  Health  `json:"health"`
 }
@@ -173,10 +180,12 @@ type AccessLog struct {
 	Disabled bool `json:"disabled"`
 }
 
-// Storage is the storage section: the filesystem driver and deletes.
+// Storage is the storage section: the filesystem driver, deletes and
+// maintenance.
 type Storage struct {
-	Filesystem Filesystem `json:"filesystem"`
-	Delete     Enabled    `json:"delete"`
+	Filesystem  Filesystem   `json:"filesystem"`
+	Delete      Enabled      `json:"delete"`
+	Maintenance *Maintenance `json:"maintenance,omitempty"`
 }
 
 // Filesystem is storage.filesystem.
@@ -187,6 +196,27 @@ type Filesystem struct {
 // Enabled is a section with only an enabled switch.
 type Enabled struct {
 	Enabled bool `json:"enabled"`
+}
+
+// Maintenance is storage.maintenance: read-only mode (every push, upload
+// and delete answers 405 Method Not Allowed) and the purging of
+// abandoned uploads (by default every 24h, those older than a week).
+type Maintenance struct {
+	ReadOnly      Enabled `json:"readonly"`
+	UploadPurging Enabled `json:"uploadpurging"`
+}
+
+// Auth is the auth section, with the htpasswd access controller: every
+// request but GET / needs HTTP basic auth of an account in its file.
+type Auth struct {
+	HTPasswd HTPasswd `json:"htpasswd"`
+}
+
+// HTPasswd is auth.htpasswd: the realm of the challenge and the file of
+// bcrypt hashed accounts (read again when it changes).
+type HTPasswd struct {
+	Realm string `json:"realm"`
+	Path  string `json:"path"`
 }
 
 // HTTP is the http section: the listen address and response headers.
@@ -208,16 +238,35 @@ type StorageDriverHealth struct {
 	Threshold int    `json:"threshold"`
 }
 
-// Config returns the registry's configuration: filesystem storage in
-// StorageDir, deletes allowed (the registry API's DELETE of a manifest),
-// listening on the bridge address, access log on.
+// Config returns Name's configuration: filesystem storage in StorageDir,
+// read-only (no pushes, no deletes, no upload purging: the storage is
+// LocalName's to change), no auth, listening on the bridge address,
+// access log on.
 func Config(s Spec) File {
+	f := base(s, s.IP)
+	f.Storage.Maintenance = &Maintenance{ReadOnly: Enabled{Enabled: true}}
+	return f
+}
+
+// LocalConfig returns LocalName's configuration: the same storage,
+// writable, deletes allowed (the registry API's DELETE of a manifest),
+// htpasswd auth with AuthDir's file (HTPasswdFile), listening on the
+// loopback address.
+func LocalConfig(s Spec) File {
+	f := base(s, s.LocalIP)
+	f.Storage.Delete.Enabled = true
+	f.Auth = &Auth{HTPasswd: HTPasswd{Realm: "kubernix " + s.Host(), Path: HTPasswdFile(s.AuthDir)}}
+	return f
+}
+
+// base is the configuration both processes share, listening on ip.
+func base(s Spec, ip netip.Addr) File {
 	return File{
 		Version: "0.1",
 		Log:     Log{Level: "info"},
-		Storage: Storage{Filesystem: Filesystem{RootDirectory: s.StorageDir}, Delete: Enabled{Enabled: true}},
+		Storage: Storage{Filesystem: Filesystem{RootDirectory: s.StorageDir}},
 		HTTP: HTTP{
-			Addr:    netip.AddrPortFrom(s.IP, uint16(s.Port)).String(),
+			Addr:    netip.AddrPortFrom(ip, uint16(s.Port)).String(),
 			Headers: map[string][]string{"X-Content-Type-Options": {"nosniff"}},
 		},
 		Health: Health{StorageDriver: StorageDriverHealth{Enabled: true, Interval: "10s", Threshold: 3}},

@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,61 +15,65 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
+// TestDescribe: two processes over one storage, each with its own
+// config.yml: the read-only one on the bridge, which renders the
+// hosts.toml, and the writable one behind htpasswd auth on the loopback.
 func TestDescribe(t *testing.T) {
 	bridge := netip.MustParseAddr("10.10.0.1")
-	tests := []struct {
-		name    string
-		local   netip.Addr
-		port    int
-		want    []string // "name probe env" of each process
-		hostDir string
-	}{
-		{"root: bridge and loopback", netip.MustParseAddr("127.0.0.1"), 5001, []string{
-			"registry GET http://10.10.0.1:5001/v2/ []",
-			"registry-localhost GET http://127.0.0.1:5001/v2/ [REGISTRY_HTTP_ADDR=127.0.0.1:5001]",
-		}, "/S/registries/localhost:5001"},
-		{"rootless: bridge only", netip.Addr{}, 5002, []string{
-			"registry GET http://10.10.0.1:5002/v2/ []",
-		}, "/S/registries/localhost:5002"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s := Spec{Binary: "/B/registry", ConfigFile: "/S/registry.yml", StorageDir: "/S/registry",
-				IP: bridge, LocalIP: tt.local, Port: tt.port, HostsDir: "/S/registries"}
+	for _, port := range []int{5001, 5002} {
+		t.Run(strconv.Itoa(port), func(t *testing.T) {
+			s := Spec{Binary: "/B/registry", ConfigFile: "/S/registry.yml", LocalConfigFile: "/S/registry-localhost.yml",
+				StorageDir: "/S/registry", AuthDir: "/S/registry-auth",
+				IP: bridge, LocalIP: netip.MustParseAddr("127.0.0.1"), Port: port, HostsDir: "/S/registries"}
 			ds, err := Describe(s)
 			if err != nil {
 				t.Fatal(err)
 			}
+			p := strconv.Itoa(port)
+			want := []string{
+				"registry GET http://10.10.0.1:" + p + "/v2/ [/B/registry serve /S/registry.yml] [] [/S/registry]",
+				"registry-localhost GET http://127.0.0.1:" + p + "/ [/B/registry serve /S/registry-localhost.yml] [] [/S/registry]",
+			}
 			var got []string
 			for _, d := range ds {
-				got = append(got, fmt.Sprintf("%s %s %v", d.Name, d.Probe, d.Command.Env))
-				if !slices.Equal(d.Command.Argv(), []string{"/B/registry", "serve", "/S/registry.yml"}) {
-					t.Errorf("%s argv = %q", d.Name, d.Command.Argv())
-				}
+				got = append(got, fmt.Sprintf("%s %s %v %v %v", d.Name, d.Probe, d.Command.Argv(), d.Needs, d.Dirs))
 			}
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("processes = %q, want %q", got, tt.want)
+			if !slices.Equal(got, want) {
+				t.Errorf("processes =\n%q\nwant\n%q", got, want)
 			}
-			files := ds[0].Files
-			if len(files) != 2 || files[0].Path != "/S/registry.yml" || files[1].Path != tt.hostDir+"/hosts.toml" {
-				t.Fatalf("files of %s = %+v, want config.yml and %s/hosts.toml", ds[0].Name, files, tt.hostDir)
+			if files := ds[0].Files; len(files) != 2 || files[0].Path != "/S/registry.yml" || files[1].Path != "/S/registries/localhost:"+p+"/hosts.toml" {
+				t.Fatalf("files of %s = %+v, want its config.yml and hosts.toml", ds[0].Name, files)
 			}
-			var cfg File
-			if err := yaml.UnmarshalStrict(files[0].Content, &cfg); err != nil {
-				t.Fatalf("config.yml does not parse back: %v\n%s", err, files[0].Content)
-			}
-			if cfg.HTTP.Addr != netip.AddrPortFrom(bridge, uint16(tt.port)).String() || cfg.Storage.Filesystem.RootDirectory != "/S/registry" {
-				t.Errorf("config.yml listens on %s with storage %s", cfg.HTTP.Addr, cfg.Storage.Filesystem.RootDirectory)
+			if files := ds[1].Files; len(files) != 1 || files[0].Path != "/S/registry-localhost.yml" {
+				t.Fatalf("files of %s = %+v, want its config.yml", ds[1].Name, files)
 			}
 			var hosts map[string]any
-			if err := toml.Unmarshal(files[1].Content, &hosts); err != nil {
+			if err := toml.Unmarshal(ds[0].Files[1].Content, &hosts); err != nil {
 				t.Fatalf("hosts.toml does not parse back: %v", err)
 			}
-			if want := "http://10.10.0.1:" + strconv.Itoa(tt.port); hosts["server"] != want {
+			if want := "http://10.10.0.1:" + p; hosts["server"] != want {
 				t.Errorf("hosts.toml server = %v, want %s", hosts["server"], want)
 			}
-			if len(ds) == 2 && (!slices.Equal(ds[1].Needs, []string{Name}) || len(ds[1].Files) != 0) {
-				t.Errorf("%s needs %q with %d files, want it after %s, which renders the files", ds[1].Name, ds[1].Needs, len(ds[1].Files), Name)
+			wantCfg := map[string]File{
+				Name: {Version: "0.1", Log: Log{Level: "info"},
+					Storage: Storage{Filesystem: Filesystem{RootDirectory: "/S/registry"},
+						Maintenance: &Maintenance{ReadOnly: Enabled{Enabled: true}}},
+					HTTP:   HTTP{Addr: "10.10.0.1:" + p, Headers: map[string][]string{"X-Content-Type-Options": {"nosniff"}}},
+					Health: Health{StorageDriver: StorageDriverHealth{Enabled: true, Interval: "10s", Threshold: 3}}},
+				LocalName: {Version: "0.1", Log: Log{Level: "info"},
+					Storage: Storage{Filesystem: Filesystem{RootDirectory: "/S/registry"}, Delete: Enabled{Enabled: true}},
+					Auth:    &Auth{HTPasswd: HTPasswd{Realm: "kubernix localhost:" + p, Path: "/S/registry-auth/htpasswd"}},
+					HTTP:    HTTP{Addr: "127.0.0.1:" + p, Headers: map[string][]string{"X-Content-Type-Options": {"nosniff"}}},
+					Health:  Health{StorageDriver: StorageDriverHealth{Enabled: true, Interval: "10s", Threshold: 3}}},
+			}
+			for _, d := range ds {
+				var cfg File
+				if err := yaml.UnmarshalStrict(d.Files[0].Content, &cfg); err != nil {
+					t.Fatalf("%s config.yml does not parse back: %v\n%s", d.Name, err, d.Files[0].Content)
+				}
+				if !reflect.DeepEqual(cfg, wantCfg[d.Name]) {
+					t.Errorf("%s config.yml:\n%s\nparses to %+v, want %+v", d.Name, d.Files[0].Content, cfg, wantCfg[d.Name])
+				}
 			}
 		})
 	}
@@ -94,8 +99,9 @@ func TestMirrors(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s := Spec{Binary: "/B/registry", ConfigFile: "/S/registry.yml", StorageDir: "/S/registry",
-				IP: netip.MustParseAddr("10.10.0.1"), Port: tt.port, HostsDir: "/S/registries", Mirrors: tt.mirrors}
+			s := Spec{Binary: "/B/registry", ConfigFile: "/S/registry.yml", LocalConfigFile: "/S/registry-localhost.yml",
+				StorageDir: "/S/registry", AuthDir: "/S/registry-auth", IP: netip.MustParseAddr("10.10.0.1"),
+				LocalIP: netip.MustParseAddr("127.0.0.1"), Port: tt.port, HostsDir: "/S/registries", Mirrors: tt.mirrors}
 			ds, err := Describe(s)
 			if err != nil {
 				t.Fatal(err)
