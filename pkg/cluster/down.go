@@ -31,8 +31,9 @@ import (
 // chains and guard table), kube-proxy's nftables tables in the host's
 // namespace only if this cluster's node held them (process executor), the
 // nodes' cgroups, the mount points made on the host for their mounts
-// (node.RemoveMountPoints) and the kubeconfig context, and restores the host's
-// sysctls when it is the host's last cluster. The state dir itself (PKI,
+// (node.RemoveMountPoints) and the kubeconfig context, and, when it is the
+// host's last cluster, restores the host's sysctls and FORWARD policy that
+// still hold kubernix's values (leaveSysctls). The state dir itself (PKI,
 // etcd data) is kept. Idempotent; errors are joined and everything is
 // attempted.
 func Cleanup(ctx context.Context, plan *Plan, log *slog.Logger) error {
@@ -66,6 +67,13 @@ func Cleanup(ctx context.Context, plan *Plan, log *slog.Logger) error {
 			add(err)
 		}
 	}
+	if !plan.Rootless {
+		// With every process of the cluster gone, and before the network:
+		// the FORWARD policy is restored while the filter table it may
+		// have made still holds the cluster's jump, so that table is
+		// removed once empty, not earlier with the policy in it.
+		add(leaveSysctls(plan.Paths, liveHost{}, log))
+	}
 	// Outside a rootless cluster's namespaces, its mounts, links and
 	// iptables rules are not there to remove: they went with the
 	// namespaces when the last process in them was stopped above.
@@ -83,7 +91,6 @@ func Cleanup(ctx context.Context, plan *Plan, log *slog.Logger) error {
 		// The parent of a rootless cluster's cgroups is the user's
 		// delegated subtree: it stays.
 		host.RemoveEmptyCgroup(plan.CgroupParent())
-		add(leaveSysctls(plan.Paths))
 	}
 	add(releaseName(plan))
 	add(removeUserKubeconfig(plan, log))

@@ -19,6 +19,7 @@ import (
 
 	"github.com/kubernix/kubernix/pkg/bins"
 	"github.com/kubernix/kubernix/pkg/host"
+	"github.com/kubernix/kubernix/pkg/network"
 )
 
 // Status is the outcome of one check.
@@ -223,7 +224,7 @@ func checkHost(ctx context.Context, facts *Facts, busybox string) Report {
 		g.add("network namespaces", StatusFail, err.Error(), "run as root (or rootless, see `kubernix doctor` as a user)")
 	}
 	checkCgroups(g, facts)
-	checkForwarding(g)
+	checkForwarding(g, facts)
 	checkInotify(g)
 	checkSysResource(g, facts)
 	return append(g.r, checkCrun(ctx, facts, busybox))
@@ -300,19 +301,43 @@ func checkCgroups(g *group, facts *Facts) {
 }
 
 // checkForwarding checks IP forwarding and bridge netfilter, which pod
-// traffic and Service routing need.
-func checkForwarding(g *group) {
-	if v, err := host.Sysctl("net.ipv4.ip_forward"); err != nil {
+// traffic and Service routing need, and as root says what the iptables
+// filter FORWARD policy means for the host.
+func checkForwarding(g *group, facts *Facts) {
+	v, err := host.Sysctl("net.ipv4.ip_forward")
+	if err != nil {
 		g.add("ip_forward", StatusFail, err.Error(), "")
 	} else if v != "1" {
 		g.add("ip_forward", StatusInfo, "net.ipv4.ip_forward="+v, "`kubernix up` sets it to 1")
 	} else {
 		g.add("ip_forward", StatusOK, "net.ipv4.ip_forward=1", "")
 	}
+	if facts.Mode == ModeRoot && err == nil {
+		policy, err := network.ForwardPolicy()
+		status, detail, fix := forwardPolicyResult(v, policy, err)
+		g.add("FORWARD policy", status, detail, fix)
+	}
 	if host.Exists("/proc/sys/net/bridge/bridge-nf-call-iptables") {
 		g.add("br_netfilter", StatusOK, "bridge-nf-call-iptables available", "")
 	} else {
 		g.add("br_netfilter", StatusFail, "/proc/sys/net/bridge/bridge-nf-call-iptables missing", "modprobe br_netfilter")
+	}
+}
+
+// forwardPolicyResult is the FORWARD policy check's outcome, given
+// net.ipv4.ip_forward and the policy (or why it could not be read).
+func forwardPolicyResult(ipForward, policy string, err error) (Status, string, string) {
+	switch {
+	case err != nil:
+		return StatusWarn, err.Error(), "`kubernix up` needs iptables"
+	case policy == network.PolicyDrop:
+		return StatusOK, "iptables filter FORWARD policy DROP: only what rules accept is forwarded", ""
+	case ipForward == "1":
+		return StatusInfo, "iptables filter FORWARD policy ACCEPT with net.ipv4.ip_forward=1: this host forwards between all its interfaces",
+			"kubernix leaves that as it found it; `iptables -P FORWARD DROP` if nothing else needs it"
+	default:
+		return StatusInfo, "iptables filter FORWARD policy " + policy,
+			"`kubernix up` sets it to DROP as it turns forwarding on, and the last `kubernix down` back to " + policy + " if nobody changed it meanwhile"
 	}
 }
 

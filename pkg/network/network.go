@@ -44,7 +44,10 @@ const ipForward = "net.ipv4.ip_forward"
 //
 //   - the bridge Names.Bridge, up, with BridgeIP/NodeCIDR.Bits() as its only
 //     IPv4 address;
-//   - net.ipv4.ip_forward=1 (left on by Teardown: other software may need it);
+//   - net.ipv4.ip_forward=1 (left on by Teardown; the cluster package
+//     records the host's value first and, when it was 0, sets the FORWARD
+//     policy to DROP before this, so only what rules accept is forwarded:
+//     see policy.go);
 //   - the routes of the plan (see Plan): pod CIDR via node IP for each
 //     non-local node, the service CIDR via ServiceVia or on the bridge,
 //     unreachable routes over the cluster ranges; routes of the cluster that

@@ -240,11 +240,7 @@ func setSysctl(t *testing.T, name, value string) {
 func checkSysctls(t *testing.T, restored bool) {
 	t.Helper()
 	for k, want := range foreignSysctls {
-		b, err := os.ReadFile("/proc/sys/" + strings.ReplaceAll(k, ".", "/"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		got := strings.TrimSpace(string(b))
+		got := readSysctl(t, k)
 		switch {
 		case restored && got != want:
 			t.Errorf("after the last cluster went, %s=%s, want the host's %s", k, got, want)
