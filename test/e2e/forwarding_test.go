@@ -25,6 +25,7 @@ import (
 // meanwhile; and `down` puts ip_forward, the FORWARD policy and the
 // nftables tables back.
 func TestForwardingOnlyForTheCluster(t *testing.T) {
+	hostAlone(t)
 	e := newEnv(t, "e2e-fwd", "10.241.0.0/16", "--nodes", "2")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -67,6 +68,7 @@ func TestForwardingOnlyForTheCluster(t *testing.T) {
 // the two namespaces of TestForwardingOnlyForTheCluster reach each other
 // before, during and after, and the policy stays ACCEPT.
 func TestForwardingAlreadyOn(t *testing.T) {
+	hostAlone(t)
 	e := newEnv(t, "e2e-fwd-on", "10.242.0.0/16")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -91,6 +93,7 @@ func TestForwardingAlreadyOn(t *testing.T) {
 // another program would. After down, kernel.panic is still 5 (and down
 // says so), the others are the host's again, and so is the FORWARD policy.
 func TestSysctlsChangedMeanwhileStay(t *testing.T) {
+	hostAlone(t)
 	e := newEnv(t, "e2e-sysctl", "10.243.0.0/16")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()

@@ -36,6 +36,7 @@ var foreignSysctls = map[string]string{"kernel.panic": "0", "kernel.panic_on_oop
 // host does; everything foreign survives both downs, and the sysctls are
 // the host's again after the last one.
 func TestHostSafety(t *testing.T) {
+	hostAlone(t)
 	a := newEnv(t, "e2e-safe-a", "10.211.0.0/16")
 	b := newEnv(t, "e2e-safe-b", "10.212.0.0/16")
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)

@@ -43,7 +43,7 @@ type shared struct {
 	name, cidr string
 	nodes      int
 
-	once sync.Once
+	mu   sync.Mutex
 	env  *env  // nil until started
 	err  error // why it could not start
 	dirs []string
@@ -68,11 +68,16 @@ func sharedCluster(t *testing.T) *env {
 	t.Helper()
 	binDir := requireIntegration(t, "start a cluster")
 	s := sharedRoot
-	s.once.Do(func() { s.env, s.err = s.start(binDir) })
+	s.mu.Lock()
+	if s.env == nil && s.err == nil {
+		s.env, s.err = s.start(binDir)
+	}
 	if s.err != nil {
+		s.mu.Unlock()
 		t.Fatalf("shared cluster %s: %v", s.name, s.err)
 	}
 	e := *s.env
+	s.mu.Unlock()
 	e.t = t
 	ns := testNamespace(t.Name())
 	e.namespace = ns
@@ -133,7 +138,7 @@ func (s *shared) start(binDir string) (*env, error) {
 	defer cancel()
 	if out, err := e.run(ctx, "up", "--detach"); err != nil {
 		s.env = e // so close brings down what started
-		return nil, fmt.Errorf("up: %w\n%s", err, out)
+		return e, fmt.Errorf("up: %w\n%s", err, out)
 	}
 	return e, nil
 }
@@ -146,9 +151,23 @@ func (e *env) run(ctx context.Context, verb string, more ...string) (string, err
 	return string(out), err
 }
 
+// hostAlone brings the shared cluster down (with the leak check) before
+// a test that must be the host's only cluster: one that checks what the
+// first cluster changes on the host and the last one restores (sysctls,
+// the FORWARD policy). The next sharedCluster starts it again. Only a
+// sequential test may call it (no parallel test runs beside it).
+func hostAlone(t *testing.T) {
+	t.Helper()
+	if err := sharedRoot.close(); err != nil {
+		t.Fatalf("shared cluster %s: %v", sharedRoot.name, err)
+	}
+}
+
 // close brings the cluster down if it was started and checks that nothing
 // of it is left (env.leftovers), then removes its temp dirs.
 func (s *shared) close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.env == nil {
 		return nil
 	}
@@ -156,6 +175,7 @@ func (s *shared) close() error {
 		for _, d := range s.dirs {
 			os.RemoveAll(d)
 		}
+		s.env, s.err, s.dirs = nil, nil, nil
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
