@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 
 	"github.com/kubernix/kubernix/internal/atomicfile"
+	"github.com/kubernix/kubernix/pkg/config"
 )
 
 // Read returns the strings of the record at path: none when it is
@@ -32,8 +33,8 @@ func Read(path string) ([]string, error) {
 	return items, nil
 }
 
-// Write replaces the record at path with items (mode 0644), making its
-// directory; with no items it removes the record (a missing one is no
+// Write replaces the record at path with items (config.StateFileMode),
+// making its directory (config.StateDirMode); with no items it removes the record (a missing one is no
 // error).
 func Write(path string, items []string) error {
 	if len(items) == 0 {
@@ -46,8 +47,8 @@ func Write(path string, items []string) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), config.StateDirMode); err != nil {
 		return err
 	}
-	return atomicfile.Write(path, append(data, '\n'), 0o644)
+	return atomicfile.Write(path, append(data, '\n'), config.StateFileMode)
 }

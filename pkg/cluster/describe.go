@@ -302,7 +302,7 @@ func (p *Plan) runtimeWrapper() (components.File, error) {
 	if err != nil {
 		return components.File{}, err
 	}
-	return components.File{Path: p.WrapperPath(), Content: b, Mode: 0o755}, nil
+	return components.File{Path: p.WrapperPath(), Content: b, Mode: 0o700}, nil
 }
 
 // CNIBridge is the name of a node's pod bridge: in its own network

@@ -283,10 +283,13 @@ func (c *Cluster) nodeReady(ctx context.Context, name string, since time.Time) e
 	return fmt.Errorf("node %s has no Ready condition yet", name)
 }
 
-// writeFile writes data to path (0644) atomically, creating its directory.
+// writeFile writes data to path atomically, readable by its owner alone
+// (config.StateFileMode), creating its directory (config.StateDirMode):
+// every record of the cluster's (kubernix.toml, cluster.toml,
+// rootless.json, claims) is written here.
 func writeFile(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), config.StateDirMode); err != nil {
 		return err
 	}
-	return atomicfile.Write(path, data, 0o644)
+	return atomicfile.Write(path, data, config.StateFileMode)
 }

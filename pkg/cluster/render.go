@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"strings"
 	"text/tabwriter"
@@ -118,7 +117,7 @@ func writeComponent(w io.Writer, plan *Plan, d components.Description) error {
 		return err
 	}
 	for _, f := range d.Files {
-		writeFile := fmt.Sprintf("--- %s (%04o)\n%s", f.Path, modeOr(f.Mode), f.Content)
+		writeFile := fmt.Sprintf("--- %s (%04o)\n%s", f.Path, f.FileMode(), f.Content)
 		if f.Link != "" {
 			writeFile = fmt.Sprintf("--- %s -> %s\n", f.Path, f.Link)
 		}
@@ -128,13 +127,6 @@ func writeComponent(w io.Writer, plan *Plan, d components.Description) error {
 		fmt.Fprintf(w, "--- manifest applied\n%s", strings.TrimSuffix(string(d.Manifest), "\n")+"\n")
 	}
 	return nil
-}
-
-func modeOr(m os.FileMode) os.FileMode {
-	if m == 0 {
-		return 0o644
-	}
-	return m
 }
 
 // Placeholders replaces the machine-specific paths in rendered text with

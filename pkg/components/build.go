@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubernix/kubernix/internal/atomicfile"
 	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/containerd"
 	"github.com/kubernix/kubernix/pkg/process"
 )
@@ -130,17 +131,19 @@ func prepare(d Description, then func(context.Context) error) func(context.Conte
 	}
 }
 
-// WriteFiles creates d's Dirs (0750) and writes its Files atomically,
-// creating their directories (0755); a link already pointing at its
-// target is kept.
+// WriteFiles creates d's Dirs and writes its Files atomically, each with
+// its FileMode, creating their directories: the one place every
+// component's rendered files are written. What it creates is its owner's
+// alone (config.StateDirMode); a link already pointing at its target is
+// kept.
 func WriteFiles(d Description) error {
 	for _, dir := range d.Dirs {
-		if err := os.MkdirAll(dir, 0o750); err != nil {
+		if err := os.MkdirAll(dir, config.StateDirMode); err != nil {
 			return err
 		}
 	}
 	for _, f := range d.Files {
-		if err := os.MkdirAll(filepath.Dir(f.Path), 0o755); err != nil {
+		if err := os.MkdirAll(filepath.Dir(f.Path), config.StateDirMode); err != nil {
 			return err
 		}
 		if f.Link != "" {
@@ -149,11 +152,7 @@ func WriteFiles(d Description) error {
 			}
 			continue
 		}
-		mode := f.Mode
-		if mode == 0 {
-			mode = 0o644
-		}
-		if err := atomicfile.Write(f.Path, f.Content, mode); err != nil {
+		if err := atomicfile.Write(f.Path, f.Content, f.FileMode()); err != nil {
 			return err
 		}
 	}

@@ -72,7 +72,7 @@ type Description struct {
 	InSandbox bool
 	// Files are rendered before every start, in order.
 	Files []File
-	// Dirs are created (mode 0750) before every start.
+	// Dirs are created (config.StateDirMode) before every start.
 	Dirs []string
 	// Probe decides readiness (and liveness, unless Liveness is set).
 	Probe Probe
@@ -100,8 +100,18 @@ type File struct {
 	// Link, if set, makes Path a symbolic link to Link instead of a file
 	// holding Content.
 	Link string
-	// Mode is its permission bits; 0 means 0644.
+	// Mode is its permission bits; 0 means config.StateFileMode (0600),
+	// as a rendered file may hold secrets (config_patches, registry
+	// credentials). See FileMode.
 	Mode os.FileMode
+}
+
+// FileMode is the mode f is written with: Mode, else config.StateFileMode.
+func (f File) FileMode() os.FileMode {
+	if f.Mode == 0 {
+		return config.StateFileMode
+	}
+	return f.Mode
 }
 
 // Probe is a readiness or liveness check as data. Exactly one of HTTPGet

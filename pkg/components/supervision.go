@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubernix/kubernix/internal/atomicfile"
+	"github.com/kubernix/kubernix/pkg/config"
 )
 
 // State is a supervised component's state as `kubernix status` shows it.
@@ -79,10 +80,10 @@ func writeSupervision(runDir string, s Supervision) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(runDir, 0o755); err != nil {
+	if err := os.MkdirAll(runDir, config.StateDirMode); err != nil {
 		return err
 	}
-	return atomicfile.Write(SupervisionFile(runDir), append(b, '\n'), 0o644)
+	return atomicfile.Write(SupervisionFile(runDir), append(b, '\n'), config.StateFileMode)
 }
 
 // crashLoop counts a component's failures in a row and spaces its

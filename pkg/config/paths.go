@@ -1,6 +1,23 @@
 package config
 
-import "path/filepath"
+import (
+	"os"
+	"path/filepath"
+)
+
+// StateFileMode and StateDirMode are the modes of the files and
+// directories kubernix writes in a state dir: its owner's alone. Files
+// there may hold secrets (config_patches in the config and each node's
+// containerd config, registry credentials in hosts.toml, proxy settings
+// in the environment a run record keeps), and kubernix follows its
+// records (see CheckStateDirOwner). Certificates (public) and the
+// scripts it renders have modes of their own; what the components write
+// in their own directories (etcd's data, containerd's root, the
+// kubelet's pods) has theirs, behind the state dir's StateDirMode.
+const (
+	StateFileMode os.FileMode = 0o600
+	StateDirMode  os.FileMode = 0o700
+)
 
 // MaxSocketPath is the longest unix socket path the kernel accepts, in bytes:
 // sockaddr_un.sun_path holds 108 bytes including the terminating NUL.

@@ -10,6 +10,9 @@ import (
 	"path/filepath"
 	"slices"
 	"time"
+
+	"github.com/kubernix/kubernix/internal/atomicfile"
+	"github.com/kubernix/kubernix/pkg/config"
 )
 
 // recordVersion is the format version of the record file.
@@ -186,35 +189,17 @@ func LoadRecord(path string) (*Record, error) {
 // not JSON, or another format version.
 var ErrCorruptRecord = errors.New("unreadable images record")
 
-// save writes r to path atomically: a temp file in the same directory,
-// synced, then renamed over path.
+// save writes r to path atomically (atomicfile), its owner's alone as
+// every record in a state dir (config.StateFileMode).
 func (r *Record) save(path string) error {
 	b, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), config.StateDirMode); err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp.Name())
-	_, err = tmp.Write(append(b, '\n'))
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(tmp.Name(), 0o644)
-	}
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
+	if err := atomicfile.Write(path, append(b, '\n'), config.StateFileMode); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil

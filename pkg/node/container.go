@@ -239,7 +239,7 @@ func SandboxInit(ctx context.Context, hostname string, shared, private []string,
 		}
 	}
 	for _, d := range shared {
-		if err := os.MkdirAll(d, 0o750); err != nil {
+		if err := os.MkdirAll(d, config.StateDirMode); err != nil {
 			return err
 		}
 		if err := unix.Mount(d, d, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
@@ -252,7 +252,7 @@ func SandboxInit(ctx context.Context, hostname string, shared, private []string,
 	if err := bindMounts(binds); err != nil {
 		return err
 	}
-	if err := os.WriteFile(readyFile, []byte("ready\n"), 0o644); err != nil {
+	if err := os.WriteFile(readyFile, []byte("ready\n"), config.StateFileMode); err != nil {
 		return err
 	}
 	if pause != "" {

@@ -36,6 +36,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/kubernix/kubernix/pkg/config"
 )
 
 // Errors returned (wrapped) by this package; test for them with errors.Is.
@@ -67,7 +69,8 @@ type Command struct {
 	// Dir is the working directory; "" means RunDir.
 	Dir string
 	// LogFile receives the process's stdout and stderr, appended; its
-	// directory is created with mode 0755 and the file with 0644.
+	// directory is created with mode config.StateDirMode and the file
+	// with config.StateFileMode (OpenLog).
 	LogFile string
 	// LogMaxBytes caps LogFile's size, in bytes: Start rotates a larger
 	// log to LogFile.1 before it starts the process, and CapLog rotates
@@ -76,7 +79,8 @@ type Command struct {
 	// LogBackups is how many rotated logs are kept (LogFile.1 the
 	// newest); 0 means DefaultLogBackups.
 	LogBackups int
-	// RunDir holds the "pid" and "run.json" files; it is created with mode 0755.
+	// RunDir holds the "pid" and "run.json" files; it is created with
+	// mode config.StateDirMode, and they with config.StateFileMode.
 	RunDir string
 	// Wrapper, if not empty, is prepended to Path and Args, e.g.
 	// ["nsenter", "--target", "123", "--net", "--mount", "--uts", "--"].
@@ -219,7 +223,7 @@ func prepareStart(ctx context.Context, cmd Command, log *slog.Logger) error {
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("start %s: %w", cmd.Name, err)
 	}
-	if err := os.MkdirAll(cmd.RunDir, 0o755); err != nil {
+	if err := os.MkdirAll(cmd.RunDir, config.StateDirMode); err != nil {
 		return fmt.Errorf("start %s: %w", cmd.Name, err)
 	}
 	if err := claimRunDir(cmd.RunDir, log); err != nil {
@@ -269,14 +273,14 @@ func recordStart(cmd Command, argv []string, pid int, now time.Time) (uint64, er
 // made with mode 0700 and the file gets mode 0600, also when an older
 // kubernix created it readable by everyone. Errors name the file.
 func OpenLog(path string) (*os.File, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), config.StateDirMode); err != nil {
 		return nil, fmt.Errorf("open log: %w", err)
 	}
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, config.StateFileMode)
 	if err != nil {
 		return nil, fmt.Errorf("open log: %w", err)
 	}
-	if err := f.Chmod(0o600); err != nil {
+	if err := f.Chmod(config.StateFileMode); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("open log: chmod %s: %w", path, err)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/kubernix/kubernix/internal/atomicfile"
+	"github.com/kubernix/kubernix/pkg/config"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -152,10 +153,11 @@ func writeRun(runDir string, info RunInfo) error {
 	return writeFileAtomic(pidPath(runDir), []byte(strconv.Itoa(info.PID)+"\n"))
 }
 
-// writeFileAtomic replaces path by a file with data and mode 0644, so
-// readers see the old or the new content, never a part.
+// writeFileAtomic replaces path by a file with data and mode
+// config.StateFileMode, so readers see the old or the new content, never
+// a part.
 func writeFileAtomic(path string, data []byte) error {
-	return atomicfile.Write(path, data, 0o644)
+	return atomicfile.Write(path, data, config.StateFileMode)
 }
 
 // removeFile removes path; a missing file is not an error.

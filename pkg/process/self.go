@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"os"
 	"time"
+
+	"github.com/kubernix/kubernix/pkg/config"
 )
 
 // RecordSelf writes a pidfile and run.json for the calling process into
@@ -14,7 +16,7 @@ func RecordSelf(runDir, name, scope string) error {
 	if pid, ok := Running(runDir); ok && pid != os.Getpid() {
 		return fmt.Errorf("%w: %s (pid %d)", ErrAlreadyRunning, name, pid)
 	}
-	if err := os.MkdirAll(runDir, 0o755); err != nil {
+	if err := os.MkdirAll(runDir, config.StateDirMode); err != nil {
 		return err
 	}
 	st, err := readProcStat(os.Getpid())
@@ -35,7 +37,7 @@ func RecordSelf(runDir, name, scope string) error {
 // Adopt and Stop find it like a component. argv is its command line and
 // logFile where its output goes ("" if nowhere).
 func Record(runDir, name, scope string, pid int, argv []string, logFile string) error {
-	if err := os.MkdirAll(runDir, 0o755); err != nil {
+	if err := os.MkdirAll(runDir, config.StateDirMode); err != nil {
 		return err
 	}
 	st, err := readProcStat(pid)

@@ -250,7 +250,7 @@ type notifyFIFO struct {
 // open waits for the supervisor. Reads end (io.EOF) only after
 // writersGone, once the supervisor's notices are read.
 func openFIFO(path string) (*notifyFIFO, error) {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), config.StateDirMode); err != nil {
 		return nil, err
 	}
 	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
