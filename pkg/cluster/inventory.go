@@ -242,7 +242,17 @@ type Info struct {
 // wraps os.ErrNotExist when there is none. When it cannot be loaded, the
 // error is a *DamagedError (wrapping config.ErrInvalid), returned with the
 // config Recover makes of the state dir's other records.
+//
+// A state dir that exists but is not the caller's alone is refused before
+// anything in it is read (config.CheckStateDirOwner: an error wrapping
+// config.ErrInvalid): its records could be anyone's. LoadCluster, and so
+// every verb that acts on an existing cluster, starts here.
 func LoadRecorded(stateDir string) (config.Config, error) {
+	if host.Exists(stateDir) {
+		if err := config.CheckStateDirOwner(stateDir); err != nil {
+			return config.Config{}, err
+		}
+	}
 	p := config.Paths{State: stateDir}
 	file := p.ConfigFile()
 	if _, err := os.Stat(file); err != nil {

@@ -14,6 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/host"
+	"github.com/kubernix/kubernix/pkg/process"
 )
 
 // The verbs that lock a cluster's state dir, as the lock file records them.
@@ -29,16 +31,23 @@ const (
 var ErrBusy = errors.New("cluster is busy")
 
 // BusyError says who holds a cluster's lock, as the holder recorded it in
-// the lock file: PID 0 and Verb "" when it could not be read (the holder
-// was writing it).
+// the lock file: PID 0 and Verb "" when that cannot be read (the holder
+// was writing it) or does not check out: the process it names is gone,
+// or is not the one that took the lock (its start time differs), so
+// nobody may be signalled on the file's word.
 type BusyError struct {
 	Name string
 	PID  int
 	Verb string
+	// StartTime is the holder's start time (process.StartTime), for
+	// process.Signal to check again before it signals PID.
+	StartTime uint64
+	// File is the lock file.
+	File string
 }
 
 func (e *BusyError) Error() string {
-	who := "another kubernix process"
+	who := "another process"
 	if e.PID > 0 {
 		who = fmt.Sprintf("pid %d (kubernix %s)", e.PID, e.Verb)
 	}
@@ -48,7 +57,7 @@ func (e *BusyError) Error() string {
 	case VerbDown:
 		return fmt.Sprintf("cluster %q is being brought down by %s; try again once it is done", e.Name, who)
 	}
-	return fmt.Sprintf("cluster %q is in use by %s", e.Name, who)
+	return fmt.Sprintf("cluster %q is in use by %s, which holds its lock %s", e.Name, who, e.File)
 }
 
 // Unwrap returns ErrBusy.
@@ -65,9 +74,11 @@ func LockFile(paths config.Paths) string { return filepath.Join(paths.State, ".l
 type StateLock struct{ f *os.File }
 
 // Lock takes the lock of cfg's state dir for verb (VerbUp or VerbDown),
-// without waiting, and records this process's PID and verb in the lock
-// file. It creates the state dir (0755) and the lock file (0644) if need
-// be.
+// without waiting, and records this process's PID, verb and start time in
+// the lock file. It creates the state dir (config.StateDirMode) and the
+// lock file if need be. The lock file is the caller's alone (mode 0600,
+// which Lock sets on one an older kubernix made 0644): flock(2) works on a
+// file opened read-only, so anyone who can read it can take the lock.
 //
 // inherited (may be nil) hands the lock over to a supervisor that a holder
 // started: when it is the lock file itself, as the holder's open file
@@ -76,16 +87,22 @@ type StateLock struct{ f *os.File }
 // used instead of a new open file, and the lock it holds is shared.
 //
 // When another process holds the lock, the error is a *BusyError (wrapping
-// ErrBusy) naming it; other errors name the lock file.
+// ErrBusy) naming it, if the lock file's record of it checks out (see
+// BusyError). A lock file owned by another user is refused with an error
+// wrapping config.ErrInvalid; other errors name the lock file.
 func Lock(cfg config.Config, verb string, inherited *os.File) (*StateLock, error) {
 	paths := cfg.Paths()
-	if err := os.MkdirAll(paths.State, 0o755); err != nil {
+	if err := os.MkdirAll(paths.State, config.StateDirMode); err != nil {
 		return nil, err
 	}
 	path := LockFile(paths)
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o644)
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("lock the state dir: %w", err)
+	}
+	if err := ownLock(f); err != nil {
+		f.Close()
+		return nil, err
 	}
 	if inherited != nil && sameFile(f, inherited) {
 		f.Close()
@@ -94,19 +111,44 @@ func Lock(cfg config.Config, verb string, inherited *os.File) (*StateLock, error
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			pid, holder := readHolder(path)
-			return nil, &BusyError{Name: cfg.Name, PID: pid, Verb: holder}
+			h := readHolder(paths)
+			return nil, &BusyError{Name: cfg.Name, PID: h.pid, Verb: h.verb, StartTime: h.startTime, File: path}
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
-	if err := f.Truncate(0); err == nil {
-		_, err = f.WriteAt([]byte(fmt.Sprintf("%d %s\n", os.Getpid(), verb)), 0)
+	start, err := process.StartTime(os.Getpid())
+	if err == nil {
+		if err = f.Truncate(0); err == nil {
+			_, err = f.WriteAt([]byte(fmt.Sprintf("%d %s %d\n", os.Getpid(), verb, start)), 0)
+		}
 	}
 	if err != nil {
 		f.Close()
 		return nil, fmt.Errorf("lock %s: record the holder: %w", path, err)
 	}
 	return &StateLock{f: f}, nil
+}
+
+// ownLock checks that the open lock file f is the caller's and makes it
+// readable by nobody else (0600). A lock file of another user's is an
+// error wrapping config.ErrInvalid: whoever owns it can take the lock and
+// write the holder kubernix reads from it.
+func ownLock(f *os.File) error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(f.Fd()), &st); err != nil {
+		return fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+	if int(st.Uid) != os.Geteuid() {
+		return fmt.Errorf("%w: lock file %s is owned by %s, not by you: its owner can take the lock and write the holder kubernix reads from it; "+
+			"make sure no kubernix of this cluster runs, then remove it", config.ErrInvalid, f.Name(), host.UserName(int(st.Uid)))
+	}
+	if st.Mode&0o777 == 0o600 {
+		return nil
+	}
+	if err := f.Chmod(0o600); err != nil {
+		return fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+	return nil
 }
 
 // WaitLock is Lock (with nothing inherited) that waits, up to timeout,
@@ -152,19 +194,49 @@ func (l *StateLock) File() *os.File { return l.f }
 // which would release it for a child it was handed over to.
 func (l *StateLock) Close() error { return l.f.Close() }
 
-// readHolder reads the PID and verb the holder recorded; 0 and "" if it
-// cannot.
-func readHolder(path string) (int, string) {
-	b, err := os.ReadFile(path)
+// lockHolder is the process that holds a cluster's lock.
+type lockHolder struct {
+	pid       int
+	verb      string
+	startTime uint64
+}
+
+// readHolder returns the holder the lock file of paths records when that
+// record checks out: the process it names still runs and started at the
+// recorded start time, or, in the record of an older kubernix (PID and
+// verb only), it is the cluster's supervisor as its run record says
+// (process.Running checks its start time). Otherwise, as when the file
+// cannot be read, it returns the zero holder: nobody to signal.
+func readHolder(paths config.Paths) lockHolder {
+	b, err := os.ReadFile(LockFile(paths))
 	if err != nil {
-		return 0, ""
+		return lockHolder{}
 	}
-	pidText, verb, _ := strings.Cut(strings.TrimSpace(string(b)), " ")
-	pid, err := strconv.Atoi(pidText)
+	f := strings.Fields(string(b))
+	if len(f) < 2 || len(f) > 3 {
+		return lockHolder{}
+	}
+	pid, err := strconv.Atoi(f[0])
 	if err != nil || pid <= 0 {
-		return 0, ""
+		return lockHolder{}
 	}
-	return pid, verb
+	h := lockHolder{pid: pid, verb: f[1]}
+	if len(f) == 3 {
+		if h.startTime, err = strconv.ParseUint(f[2], 10, 64); err != nil || !process.Alive(pid, h.startTime) {
+			return lockHolder{}
+		}
+		return h
+	}
+	sup := SupervisorRunDir(paths)
+	if running, ok := process.Running(sup); !ok || running != pid {
+		return lockHolder{}
+	}
+	run, err := process.ReadRun(sup)
+	if err != nil || run.PID != pid {
+		return lockHolder{}
+	}
+	h.startTime = run.StartTime
+	return h
 }
 
 func sameFile(a, b *os.File) bool {

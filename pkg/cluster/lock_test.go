@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/process"
 )
 
 func lockConfig(t *testing.T) config.Config {
@@ -19,6 +21,19 @@ func lockConfig(t *testing.T) config.Config {
 	cfg.Name = "locked"
 	cfg.StateDir = t.TempDir()
 	return cfg
+}
+
+// heldLock returns the config of a state dir whose lock this process
+// holds for up, closed at the end of the test.
+func heldLock(t *testing.T) (config.Config, *StateLock) {
+	t.Helper()
+	cfg := lockConfig(t)
+	held, err := Lock(cfg, VerbUp, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { held.Close() })
+	return cfg, held
 }
 
 // TestLock: one holder at a time, named in the error; a lock handed over
@@ -96,12 +111,7 @@ func TestWaitLock(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := lockConfig(t)
-			held, err := Lock(cfg, VerbUp, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer held.Close()
+			cfg, held := heldLock(t)
 			if tt.release > 0 {
 				time.AfterFunc(tt.release, func() { held.Close() })
 			}
@@ -126,5 +136,85 @@ func TestWaitLock(t *testing.T) {
 			}
 			lock.Close()
 		})
+	}
+}
+
+// TestLockHolderChecked: the holder a lock file records is believed only
+// when the process it names still runs with the recorded start time, or,
+// in an older kubernix's record without one, is the cluster's recorded
+// supervisor; otherwise BusyError names nobody to signal.
+func TestLockHolderChecked(t *testing.T) {
+	self := os.Getpid()
+	start, err := process.StartTime(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name   string
+		record string
+		// supervisor records this process as the cluster's supervisor.
+		supervisor bool
+		wantPID    int
+	}{
+		{"its start time", fmt.Sprintf("%d up %d\n", self, start), false, self},
+		{"another start time (a reused PID)", fmt.Sprintf("%d up %d\n", self, start+1), false, 0},
+		{"an older kubernix's record, of the supervisor", fmt.Sprintf("%d up\n", self), true, self},
+		{"an older kubernix's record, of another process", fmt.Sprintf("%d up\n", self), false, 0},
+		{"garbage", "12 up 3 4\n", false, 0},
+		{"empty (being written)", "", false, 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg, _ := heldLock(t)
+			if err := os.WriteFile(LockFile(cfg.Paths()), []byte(tt.record), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if tt.supervisor {
+				if err := process.RecordSelf(SupervisorRunDir(cfg.Paths()), SupervisorName, SupervisorScope); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, err = Lock(cfg, VerbDown, nil)
+			var busy *BusyError
+			if !errors.As(err, &busy) {
+				t.Fatalf("Lock = %v, want a BusyError", err)
+			}
+			if busy.PID != tt.wantPID || (tt.wantPID != 0) != (busy.StartTime == start) {
+				t.Errorf("BusyError %+v, want pid %d (start time %d when not 0)", busy, tt.wantPID, start)
+			}
+			if tt.wantPID == 0 && !strings.Contains(err.Error(), "another process, which holds its lock "+LockFile(cfg.Paths())) {
+				t.Errorf("message %q does not name the lock file", err)
+			}
+		})
+	}
+}
+
+// TestLockMode: the lock file is the caller's alone: made 0600, one of an
+// older kubernix (0644) made so, and one another user owns refused.
+func TestLockMode(t *testing.T) {
+	cfg := lockConfig(t)
+	path := LockFile(cfg.Paths())
+	if err := os.WriteFile(path, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(path, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := Lock(cfg, VerbUp, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock.Close()
+	if st, err := os.Stat(path); err != nil || st.Mode().Perm() != 0o600 {
+		t.Fatalf("lock file mode %v (%v), want 0600", st.Mode().Perm(), err)
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("a lock file of another user's needs root to make")
+	}
+	if err := os.Chown(path, 65534, 65534); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Lock(cfg, VerbDown, nil); !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), path+" is owned by uid 65534") {
+		t.Errorf("Lock of a lock file uid 65534 owns = %v, want it refused naming the file", err)
 	}
 }

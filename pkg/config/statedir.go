@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/kubernix/kubernix/pkg/host"
 )
 
 // StateMarker is the file, directly in a state dir, that marks the
@@ -134,6 +136,56 @@ func resolveExisting(p string) string {
 	}
 }
 
+// CheckStateDirOwner returns nil when the state dir dir (absolute) is
+// the caller's alone: nobody but the caller (the effective uid: root, or
+// the user of a rootless cluster) and root can change it or what it holds
+// (host.CheckTrusted: the dir owned by the caller and writable by nobody
+// else, every ancestor owned by root or the caller and not writable by
+// others unless sticky, such as /tmp). kubernix follows the records in a
+// state dir (processes to signal, paths to unmount and remove) and trusts
+// the CA it finds there, so a state dir someone else could write is
+// refused: the error wraps ErrInvalid (exit 2, see Invalid) and names
+// the path at fault and how to fix it. A missing state dir is checked by its nearest
+// existing ancestor. Inside a user namespace (the supervisor of a
+// rootless cluster, which the kubernix outside started after this check)
+// it checks nothing: owners outside the namespace all show as the
+// overflow uid there. It changes nothing.
+func CheckStateDirOwner(dir string) error {
+	if err := stateDirOwnerProblem(dir); err != nil {
+		return Invalid("", []error{err})
+	}
+	return nil
+}
+
+// stateDirOwnerProblem is CheckStateDirOwner's problem, unwrapped.
+func stateDirOwnerProblem(dir string) error {
+	if host.InUserNamespace() {
+		return nil
+	}
+	err := host.CheckTrusted(dir, os.Geteuid())
+	var ue *host.UntrustedError
+	switch {
+	case err == nil:
+		return nil
+	case !errors.As(err, &ue):
+		return fmt.Errorf("--state-dir %s: check its owner: %w", dir, err)
+	}
+	why := "kubernix follows the records in a state dir (processes to signal, paths to unmount and remove) and trusts the CA it finds there, " +
+		"so it uses only a state dir that nobody but you and root can change"
+	var fix string
+	switch {
+	case ue.Final && ue.Problem == host.OwnedByOther:
+		fix = fmt.Sprintf("choose another --state-dir, or, if you trust what it holds, `chown -R %d %s`", ue.User, ue.Path)
+	case ue.Final:
+		fix = fmt.Sprintf("`chmod go-w %s`, or choose another --state-dir", ue.Path)
+	case ue.Problem == host.OwnedByOther:
+		fix = "choose a state dir below directories that only root or you own (a sticky one such as /tmp is fine)"
+	default:
+		fix = fmt.Sprintf("`chmod go-w %s` (or `chmod +t %s`), or choose another --state-dir", ue.Path, ue.Path)
+	}
+	return fmt.Errorf("--state-dir %s: %w; %s; %s", dir, ue, why, fix)
+}
+
 // listSeparator is the character that separates the entries of PATH and of
 // the path lists in containerd's and the kubelet's flags and config.
 const listSeparator = string(filepath.ListSeparator)
@@ -150,18 +202,23 @@ func pathListProblem(flag, dir string) error {
 // Marker is the state dir's StateMarker file.
 func (p Paths) Marker() string { return filepath.Join(p.State, StateMarker) }
 
-// MakeState creates the state dir (and its parents, mode 0755) unless it
-// exists, and marks it as kubernix's with StateMarker; a state dir of an
-// older kubernix, which has none, gets it too. Validate has refused a
-// directory that is not kubernix's; MakeState does not check again.
+// MakeState creates the state dir (and its parents) unless it exists,
+// makes it StateDirMode (a state dir of an older kubernix was 0755), and
+// marks it as kubernix's with StateMarker; a state dir of an older
+// kubernix, which has none, gets it too. Validate has refused a directory
+// that is not kubernix's, or not the caller's alone; MakeState does not
+// check again.
 func (p Paths) MakeState() error {
-	if err := os.MkdirAll(p.State, 0o755); err != nil {
+	if err := os.MkdirAll(p.State, StateDirMode); err != nil {
+		return fmt.Errorf("state dir: %w", err)
+	}
+	if err := os.Chmod(p.State, StateDirMode); err != nil {
 		return fmt.Errorf("state dir: %w", err)
 	}
 	if _, err := os.Stat(p.Marker()); err == nil {
 		return nil
 	}
-	if err := os.WriteFile(p.Marker(), []byte(markerText), 0o644); err != nil {
+	if err := os.WriteFile(p.Marker(), []byte(markerText), StateFileMode); err != nil {
 		return fmt.Errorf("state dir: %w", err)
 	}
 	return nil

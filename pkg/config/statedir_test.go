@@ -121,7 +121,12 @@ func TestResolveExisting(t *testing.T) {
 // TestValidateStateDir runs Validate on state dirs that need a file tree.
 func TestValidateStateDir(t *testing.T) {
 	root := shortTemp(t)
-	mkTree(t, root, "foreign/data.db", "old/kubernix.toml", "old/pki/ca.crt", "seeded/images/app.tar")
+	mkTree(t, root, "foreign/data.db", "old/kubernix.toml", "old/pki/ca.crt", "seeded/images/app.tar", "open/", "shared/")
+	for dir, mode := range map[string]os.FileMode{"open": 0o777, "shared": 0o775} {
+		if err := os.Chmod(filepath.Join(root, dir), mode); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for link, target := range map[string]string{"to-usr": "/usr", "to-foreign": filepath.Join(root, "foreign")} {
 		if err := os.Symlink(target, filepath.Join(root, link)); err != nil {
 			t.Fatal(err)
@@ -137,6 +142,11 @@ func TestValidateStateDir(t *testing.T) {
 		{"below a link to foreign", "to-foreign/state", ""},
 		{"older kubernix", "old", ""},
 		{"images seeded", "seeded", ""},
+		{"writable by others", "open", "--state-dir " + filepath.Join(root, "open") + ": " + filepath.Join(root, "open") +
+			" is writable by its group or others (mode 0777); kubernix follows the records in a state dir"},
+		{"writable by its group", "shared", "(mode 0775)"},
+		{"below a dir writable by others", "open/state", filepath.Join(root, "open") + ", on the way to " + filepath.Join(root, "open", "state") +
+			", is writable by its group or others (mode 0777) and not sticky; kubernix follows"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -185,6 +195,9 @@ func TestMakeState(t *testing.T) {
 		}
 		if ours, err := isStateDir(p.State); !ours || err != nil {
 			t.Errorf("isStateDir(%s) = %v, %v after MakeState", dir, ours, err)
+		}
+		if st, err := os.Stat(p.State); err != nil || st.Mode().Perm() != StateDirMode {
+			t.Errorf("%s has mode %v (%v), want %v", dir, st.Mode().Perm(), err, StateDirMode)
 		}
 	}
 }

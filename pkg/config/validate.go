@@ -18,7 +18,8 @@ import (
 
 // Validate checks every setting and returns all problems at once, joined,
 // wrapping ErrInvalid; nil when the config is usable. It reads the file
-// system (what the state dir is and holds, whether it is writable) but
+// system (what the state dir is and holds, who owns it, whether it is
+// writable) but
 // writes nothing; the host's network and ports are checked by `up`
 // (cluster.Preflight). Call it after Resolve.
 func (c *Config) Validate() error {
@@ -215,6 +216,8 @@ func (c *Config) validatePaths() []error {
 	}
 	if err := stateDirProblem(c.StateDir, homeDirs()); err != nil {
 		errs = append(errs, fmt.Errorf("--state-dir: %w", err))
+	} else if err := stateDirOwnerProblem(c.StateDir); err != nil {
+		errs = append(errs, err)
 	} else if err := writable(c.StateDir); err != nil {
 		errs = append(errs, fmt.Errorf("--state-dir %s: %w", c.StateDir, err))
 	}

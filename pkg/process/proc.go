@@ -2,6 +2,7 @@ package process
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -95,6 +96,34 @@ func StartTime(pid int) (uint64, error) {
 func Alive(pid int, startTime uint64) bool {
 	ok, _ := matches(pid, startTime)
 	return ok
+}
+
+// Signal sends sig to process pid only while it is the process that
+// started at startTime (as StartTime returned), not a later one that
+// reuses its PID: the process is pinned by a pidfd (os.FindProcess) before
+// its start time is checked, and signalled through it. A process that is
+// gone or was replaced gets no signal, and the error wraps ErrNotRunning.
+// startTime 0 (unknown) matches no process.
+func Signal(pid int, startTime uint64, sig unix.Signal) error {
+	proc, err := os.FindProcess(pid)
+	if err != nil {
+		return fmt.Errorf("signal pid %d: %w", pid, err)
+	}
+	defer proc.Release()
+	if ok, reason := matches(pid, startTime); !ok || startTime == 0 {
+		if startTime == 0 {
+			reason = fmt.Sprintf("pid %d: no start time to check it by", pid)
+		}
+		return fmt.Errorf("signal %s: %w", reason, ErrNotRunning)
+	}
+	err = proc.Signal(sig)
+	if errors.Is(err, os.ErrProcessDone) {
+		return fmt.Errorf("signal pid %d: it has exited: %w", pid, ErrNotRunning)
+	}
+	if err != nil {
+		return fmt.Errorf("signal pid %d: %w", pid, err)
+	}
+	return nil
 }
 
 // scan lists, sorted, the PIDs of the processes in /proc that keep accepts.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestReadProcStat(t *testing.T) {
@@ -182,4 +184,37 @@ func TestKillAndWait(t *testing.T) {
 			t.Errorf("KillAndWait = %v, want nil", err)
 		}
 	})
+}
+
+// TestSignal: a process is signalled only with its own start time; another
+// (a reused PID), none, or a process that is gone get nothing, and
+// ErrNotRunning.
+func TestSignal(t *testing.T) {
+	child := exec.Command(sleepPath(t), "60")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = child.Process.Kill(); _ = child.Wait() })
+	pid := child.Process.Pid
+	start, err := StartTime(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, st := range []uint64{start + 1, 0} {
+		if err := Signal(pid, st, unix.SIGKILL); !errors.Is(err, ErrNotRunning) {
+			t.Errorf("Signal(start time %d, not %d) = %v, want ErrNotRunning", st, start, err)
+		}
+	}
+	if !Alive(pid, start) {
+		t.Fatal("the child was signalled with another start time")
+	}
+	if err := Signal(pid, start, unix.SIGKILL); err != nil {
+		t.Fatalf("Signal with its start time: %v", err)
+	}
+	if err := child.Wait(); err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Errorf("child exited with %v, want killed", err)
+	}
+	if err := Signal(pid, start, unix.SIGKILL); !errors.Is(err, ErrNotRunning) {
+		t.Errorf("Signal of a reaped process = %v, want ErrNotRunning", err)
+	}
 }

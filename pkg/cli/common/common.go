@@ -88,7 +88,8 @@ func (e *Env) Config() (config.Config, error) {
 // given (--config, $KUBERNIX_CONFIG) and that cluster ran before, as k3s
 // and minikube start again from a cluster's saved config: flags and
 // KUBERNIX_* variables then change only what they set. It returns the
-// file's path, "" when it uses none.
+// file's path, "" when it uses none, as for a state dir that is not the
+// caller's alone (config.CheckStateDirOwner), which Config then refuses.
 func (e *Env) UseClusterSettings() string {
 	if e.Flags.File != "" || slices.ContainsFunc(e.Environ, func(kv string) bool {
 		return strings.HasPrefix(kv, config.EnvPrefix+"CONFIG=")
@@ -98,6 +99,9 @@ func (e *Env) UseClusterSettings() string {
 	cfg, err := config.Load(e.Flags, e.Environ)
 	if err != nil {
 		return "" // Config reports it
+	}
+	if config.CheckStateDirOwner(cfg.StateDir) != nil {
+		return ""
 	}
 	asked := cfg.Paths().AskedConfigFile()
 	if _, err := os.Stat(asked); err != nil {

@@ -180,7 +180,9 @@ func ForEach(ctx context.Context, env *common.Env, stopped bool, f func(config.C
 // lockForDown takes the state dir's lock for down, asking a supervisor
 // that holds it to bring the cluster down and waiting up to timeout, then
 // killing a supervisor that did not (its components are left to the
-// cleanup, as after any killed supervisor).
+// cleanup, as after any killed supervisor). Only a holder whose record in
+// the lock file checks out is signalled (cluster.BusyError: its PID and
+// start time, checked again by process.Signal); for any other it waits.
 func lockForDown(ctx context.Context, env *common.Env, cfg config.Config, timeout time.Duration) (*cluster.StateLock, error) {
 	var holder *cluster.BusyError
 	lock, err := cluster.WaitLock(ctx, cfg, cluster.VerbDown, timeout, func(b *cluster.BusyError) {
@@ -190,7 +192,7 @@ func lockForDown(ctx context.Context, env *common.Env, cfg config.Config, timeou
 			return
 		}
 		common.Fprintf(env.Streams.Out, "asking supervisor (pid %d) to bring cluster %q down\n", b.PID, cfg.Name)
-		if err := syscall.Kill(b.PID, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
+		if err := process.Signal(b.PID, b.StartTime, syscall.SIGTERM); err != nil && !errors.Is(err, process.ErrNotRunning) {
 			common.Fprintf(env.Streams.Err, "signal supervisor %d: %v\n", b.PID, err)
 		}
 	})
@@ -202,7 +204,7 @@ func lockForDown(ctx context.Context, env *common.Env, cfg config.Config, timeou
 		return nil, err
 	}
 	common.Fprintf(env.Streams.Err, "supervisor (pid %d) did not bring the cluster down in %s; killing it and cleaning up without it\n", now.PID, timeout)
-	if err := syscall.Kill(now.PID, syscall.SIGKILL); err != nil && !errors.Is(err, syscall.ESRCH) {
+	if err := process.Signal(now.PID, now.StartTime, syscall.SIGKILL); err != nil && !errors.Is(err, process.ErrNotRunning) {
 		return nil, fmt.Errorf("kill supervisor %d: %w", now.PID, err)
 	}
 	return cluster.WaitLock(ctx, cfg, cluster.VerbDown, 30*time.Second, nil)
