@@ -345,17 +345,7 @@ func TestMergeConcurrent(t *testing.T) {
 	b := newPKI(t)
 	dst := filepath.Join(t.TempDir(), "config")
 	const n = 8
-	var srcs []string
-	for i := range n {
-		srcs = append(srcs, writeSrc(t, b, contextName(i), testServer))
-	}
-	var wg sync.WaitGroup
-	errs := make([]error, n)
-	for i := range n {
-		wg.Go(func() { errs[i] = Merge(Target{Path: dst}, srcs[i], contextName(i), nil) })
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := mergeConcurrently(t, b, dst, n); err != nil {
 		t.Fatal(err)
 	}
 	cfg, err := clientcmd.LoadFromFile(dst)
@@ -370,6 +360,24 @@ func TestMergeConcurrent(t *testing.T) {
 }
 
 func contextName(i int) string { return "kubernix-" + string(rune('a'+i)) }
+
+// mergeConcurrently merges n contexts (contextName 0 to n-1, each in a
+// source file of its own signed by b) into dst at once, one goroutine
+// each, and returns their errors joined.
+func mergeConcurrently(t *testing.T, b *pki.Bundle, dst string, n int) error {
+	t.Helper()
+	var srcs []string
+	for i := range n {
+		srcs = append(srcs, writeSrc(t, b, contextName(i), testServer))
+	}
+	var wg sync.WaitGroup
+	errs := make([]error, n)
+	for i := range n {
+		wg.Go(func() { errs[i] = Merge(Target{Path: dst}, srcs[i], contextName(i), nil) })
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
 
 func TestMergeWaitsForKubectlLock(t *testing.T) {
 	b := newPKI(t)

@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -214,17 +213,7 @@ func TestMergeConcurrentStaleLock(t *testing.T) {
 		dst := filepath.Join(t.TempDir(), "config")
 		writeLock(t, dst, marshalRecord(t, deadRecord(t)))
 		const n = 8
-		var srcs []string
-		for i := range n {
-			srcs = append(srcs, writeSrc(t, b, contextName(i), testServer))
-		}
-		var wg sync.WaitGroup
-		errs := make([]error, n)
-		for i := range n {
-			wg.Go(func() { errs[i] = Merge(Target{Path: dst}, srcs[i], contextName(i), nil) })
-		}
-		wg.Wait()
-		if err := errors.Join(errs...); err != nil {
+		if err := mergeConcurrently(t, b, dst, n); err != nil {
 			t.Fatalf("round %d: %v", round, err)
 		}
 		cfg, err := clientcmd.LoadFromFile(dst)

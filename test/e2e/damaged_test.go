@@ -134,6 +134,17 @@ func checkGone(t *testing.T, procs map[int]string) {
 	}
 }
 
+// checkLeftNothing fails the test, after verb (down or delete), for what
+// of e's cluster (nodes) is left on the host (env.leftovers) and for each
+// of procs that still runs (checkGone).
+func checkLeftNothing(t *testing.T, e *env, verb string, nodes []string, procs map[int]string) {
+	t.Helper()
+	if left := e.leftovers(nodes, false); len(left) > 0 {
+		t.Errorf("%s left behind:\n%s", verb, strings.Join(left, "\n"))
+	}
+	checkGone(t, procs)
+}
+
 // checkDownOutput checks that a down or delete of a damaged cluster
 // exited 0 and named the damaged record.
 func checkDownOutput(t *testing.T, verb, out string, code int, record string) {
@@ -172,10 +183,7 @@ func TestDamagedRecordDown(t *testing.T) {
 
 	out, code = e.kubernix(ctx, "down")
 	checkDownOutput(t, "down", out, code, record)
-	if left := e.leftovers(nodes, false); len(left) > 0 {
-		t.Errorf("down left behind:\n%s", strings.Join(left, "\n"))
-	}
-	checkGone(t, procs)
+	checkLeftNothing(t, e, "down", nodes, procs)
 }
 
 // TestDamagedRecordKilled: a 2-node cluster whose supervisor was SIGKILLed
@@ -206,10 +214,7 @@ func TestDamagedRecordKilled(t *testing.T) {
 
 	out, code := e.kubernix(ctx, "down")
 	checkDownOutput(t, "down", out, code, record)
-	if left := e.leftovers(nodes, false); len(left) > 0 {
-		t.Errorf("down left behind:\n%s", strings.Join(left, "\n"))
-	}
-	checkGone(t, procs)
+	checkLeftNothing(t, e, "down", nodes, procs)
 }
 
 // TestDamagedRecordMissing: a killed cluster whose kubernix.toml is gone
@@ -232,10 +237,7 @@ func TestDamagedRecordMissing(t *testing.T) {
 
 	out, code := e.kubernix(ctx, "down")
 	checkDownOutput(t, "down", out, code, record)
-	if left := e.leftovers(nodes, false); len(left) > 0 {
-		t.Errorf("down left behind:\n%s", strings.Join(left, "\n"))
-	}
-	checkGone(t, procs)
+	checkLeftNothing(t, e, "down", nodes, procs)
 }
 
 // TestDamagedRecordDelete: `delete` of a running cluster whose
@@ -264,10 +266,7 @@ func TestDamagedRecordDelete(t *testing.T) {
 	if kc, _ := os.ReadFile(e.kubeconfig); strings.Contains(string(kc), "kubernix-"+e.name) {
 		t.Errorf("delete left the context kubernix-%s in %s", e.name, e.kubeconfig)
 	}
-	if left := e.leftovers(nodes, false); len(left) > 0 {
-		t.Errorf("delete left behind:\n%s", strings.Join(left, "\n"))
-	}
-	checkGone(t, procs)
+	checkLeftNothing(t, e, "delete", nodes, procs)
 }
 
 // listedCluster is an element of `kubernix list -o json`.
