@@ -1,10 +1,13 @@
 package made
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // TestRecord: a missing record reads as none; what is written reads back;
@@ -34,3 +37,25 @@ func TestRecord(t *testing.T) {
 		t.Fatal("Read of a record that is not an array: no error")
 	}
 }
+
+// TestLocked: while f runs, the lock is held (another flock on the file
+// would block); f's error is returned.
+func TestLocked(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "dir", "made.json")
+	err := Locked(path, func() error {
+		f, err := os.Open(path + ".lock")
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); !errors.Is(err, unix.EWOULDBLOCK) {
+			t.Errorf("flock while Locked runs f = %v, want EWOULDBLOCK", err)
+		}
+		return errSentinel
+	})
+	if !errors.Is(err, errSentinel) {
+		t.Fatalf("Locked = %v, want f's error", err)
+	}
+}
+
+var errSentinel = errors.New("from f")

@@ -11,6 +11,8 @@ import (
 	"os"
 	"path/filepath"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/kubernix/kubernix/internal/atomicfile"
 	"github.com/kubernix/kubernix/pkg/config"
 )
@@ -51,4 +53,26 @@ func Write(path string, items []string) error {
 		return err
 	}
 	return atomicfile.Write(path, append(data, '\n'), config.StateFileMode)
+}
+
+// Locked runs f holding an exclusive flock(2) on path+".lock" (made,
+// with its directory, as Write makes the record), so that processes that
+// check what exists on the host, change it and update the record at path
+// do so one at a time: two clusters coming and going at once then never
+// see each other's half-done work. The lock goes with the process, also on
+// a crash. It returns the error of taking the lock (naming the file) or
+// f's.
+func Locked(path string, f func() error) error {
+	if err := os.MkdirAll(filepath.Dir(path), config.StateDirMode); err != nil {
+		return err
+	}
+	lock, err := os.OpenFile(path+".lock", os.O_CREATE|os.O_RDWR, config.StateFileMode)
+	if err != nil {
+		return err
+	}
+	defer lock.Close()
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		return fmt.Errorf("lock %s: %w", lock.Name(), err)
+	}
+	return f()
 }

@@ -37,6 +37,19 @@ func hostTablesFile() string {
 	return filepath.Join(config.StateRoot(), ".host", "iptables-tables.json")
 }
 
+// withHostTables runs f under the host-wide lock of the record file:
+// every check of which tables exist, change of the tables' rules and
+// update of the record goes under it, so that one cluster's down never
+// finds a table empty, and deletes it, while another's up is between
+// finding it and adding its rules. A file of "" (rootless: the tables are
+// rootlesskit's network namespace's alone) takes no lock.
+func withHostTables(file string, f func() error) error {
+	if file == "" {
+		return f()
+	}
+	return made.Locked(file, f)
+}
+
 // hostTable returns an nftables handle on the ip table of that name.
 type hostTable func(name string) (knftables.Interface, error)
 
@@ -152,7 +165,11 @@ func tableContent(ctx context.Context, open hostTable, name string) (empty, exis
 		}
 	}
 	for _, chain := range chains {
-		if rules, err := nft.ListRules(ctx, chain); err != nil || len(rules) > 0 {
+		rules, err := nft.ListRules(ctx, chain)
+		if knftables.IsNotFound(err) {
+			continue // deleted meanwhile (the chain or the table): no rules
+		}
+		if err != nil || len(rules) > 0 {
 			return false, true, err
 		}
 	}

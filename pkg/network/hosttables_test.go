@@ -100,3 +100,42 @@ func TestMadeTables(t *testing.T) {
 		t.Errorf("record %q, %v; want it gone", got, err)
 	}
 }
+
+// deletedMeanwhile is a table that another process deletes between a
+// listing of its chains and of their rules, as another cluster's down
+// (or the host's admin) may.
+type deletedMeanwhile struct {
+	*knftables.Fake
+}
+
+func (d deletedMeanwhile) ListRules(ctx context.Context, chain string) ([]*knftables.Rule, error) {
+	tx := d.NewTransaction()
+	tx.Delete(&knftables.Table{})
+	if err := d.Run(ctx, tx); err != nil {
+		return nil, err
+	}
+	return d.Fake.ListRules(ctx, chain)
+}
+
+// TestMadeTableDeletedMeanwhile: a recorded table that goes while down
+// reads it is gone, not an error, and is forgotten.
+func TestMadeTableDeletedMeanwhile(t *testing.T) {
+	ctx := context.Background()
+	file := filepath.Join(t.TempDir(), "host", "iptables-tables.json")
+	host := fakeTables{}
+	rule := host.iptables(t, "nat", "POSTROUTING")
+	host.deleteRule(t, "nat", rule)
+	if err := made.Write(file, []string{"nat"}); err != nil {
+		t.Fatal(err)
+	}
+	open := func(name string) (knftables.Interface, error) {
+		nft, _ := host.open(name)
+		return deletedMeanwhile{nft.(*knftables.Fake)}, nil
+	}
+	if err := removeMadeTables(ctx, open, file); err != nil {
+		t.Fatalf("removeMadeTables with the table deleted meanwhile: %v", err)
+	}
+	if got, _ := made.Read(file); len(got) != 0 {
+		t.Fatalf("still recorded: %q", got)
+	}
+}

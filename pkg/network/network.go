@@ -94,12 +94,17 @@ func Setup(p Plan) error {
 	if err := syncRoutes(p, n, br.Attrs().Index); err != nil {
 		return fmt.Errorf("routes of cluster %q: %w", p.Cluster, err)
 	}
-	missing := missingTables(context.Background(), nftHostTable, n.hookTables())
-	if err := ensureChains(ipt, p, n); err != nil {
-		return fmt.Errorf("iptables of cluster %q: %w", p.Cluster, err)
-	}
-	if err := recordMadeTables(context.Background(), nftHostTable, hostTablesFile(), missing); err != nil {
-		return fmt.Errorf("record the iptables tables cluster %q made: %w", p.Cluster, err)
+	if err := withHostTables(hostTablesFile(), func() error {
+		missing := missingTables(context.Background(), nftHostTable, n.hookTables())
+		if err := ensureChains(ipt, p, n); err != nil {
+			return fmt.Errorf("iptables of cluster %q: %w", p.Cluster, err)
+		}
+		if err := recordMadeTables(context.Background(), nftHostTable, hostTablesFile(), missing); err != nil {
+			return fmt.Errorf("record the iptables tables cluster %q made: %w", p.Cluster, err)
+		}
+		return nil
+	}); err != nil {
+		return err
 	}
 	if err := ensureGuard(context.Background(), p, n); err != nil {
 		return fmt.Errorf("guard of cluster %q: %w", p.Cluster, err)

@@ -62,12 +62,14 @@ func forwardPolicy(ipt *iptables.IPTables) (string, error) {
 // setForwardPolicy is SetForwardPolicy with the runner ipt, recording a
 // table it made in file through open.
 func setForwardPolicy(ipt *iptables.IPTables, open hostTable, file, policy string) error {
-	missing := missingTables(context.Background(), open, []string{"filter"})
-	if err := ipt.ChangePolicy("filter", "FORWARD", policy); err != nil {
-		return fmt.Errorf("set the filter/FORWARD policy to %s: %w", policy, err)
-	}
-	if err := recordMadeTables(context.Background(), open, file, missing); err != nil {
-		return fmt.Errorf("record the iptables table the filter/FORWARD policy made: %w", err)
-	}
-	return nil
+	return withHostTables(file, func() error {
+		missing := missingTables(context.Background(), open, []string{"filter"})
+		if err := ipt.ChangePolicy("filter", "FORWARD", policy); err != nil {
+			return fmt.Errorf("set the filter/FORWARD policy to %s: %w", policy, err)
+		}
+		if err := recordMadeTables(context.Background(), open, file, missing); err != nil {
+			return fmt.Errorf("record the iptables table the filter/FORWARD policy made: %w", err)
+		}
+		return nil
+	})
 }

@@ -21,12 +21,18 @@ import (
 func Teardown(cluster string) error {
 	n := NamesFor(cluster)
 	var errs []error
-	if ipt, err := newIPTables(); err != nil {
-		errs = append(errs, err)
-	} else if err := removeChains(ipt, n); err != nil {
-		errs = append(errs, err)
-	}
-	if err := removeMadeTables(context.Background(), nftHostTable, hostTablesFile()); err != nil {
+	if err := withHostTables(hostTablesFile(), func() error {
+		var errs []error
+		if ipt, err := newIPTables(); err != nil {
+			errs = append(errs, err)
+		} else if err := removeChains(ipt, n); err != nil {
+			errs = append(errs, err)
+		}
+		if err := removeMadeTables(context.Background(), nftHostTable, hostTablesFile()); err != nil {
+			errs = append(errs, err)
+		}
+		return errors.Join(errs...)
+	}); err != nil {
 		errs = append(errs, err)
 	}
 	if err := removeGuard(context.Background(), n); err != nil {
