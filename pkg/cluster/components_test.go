@@ -48,7 +48,7 @@ func TestBootNeeds(t *testing.T) {
 		{"controller-accounts", []string{apiserver.ReadyName}},
 		{"cluster-admins", []string{apiserver.ReadyName}},
 		{"containerd@" + node, []string{"sandbox@" + node}},
-		{"kubelet@" + node, []string{"kube-apiserver", "containerd@" + node}},
+		{"kubelet@" + node, []string{"kube-apiserver", "containerd@" + node, "kube-proxy@" + node}},
 		{"kube-proxy@" + node, []string{apiserver.ReadyName, "sandbox@" + node}},
 		{"coredns-manifest", []string{apiserver.ReadyName}},
 	}

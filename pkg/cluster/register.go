@@ -12,6 +12,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/components"
 	ctrdcomp "github.com/kubernix/kubernix/pkg/components/containerd"
 	"github.com/kubernix/kubernix/pkg/components/kubelet"
+	"github.com/kubernix/kubernix/pkg/components/kubeproxy"
 	"github.com/kubernix/kubernix/pkg/components/registry"
 	"github.com/kubernix/kubernix/pkg/components/scheduler"
 	"github.com/kubernix/kubernix/pkg/host"
@@ -81,6 +82,8 @@ func (c *Cluster) hooks(d components.Description) components.Hooks {
 		c.containerdHooks(nd, &h)
 	case d.Name == kubelet.Name:
 		c.kubeletHooks(nd, &h)
+	case d.Name == kubeproxy.Name:
+		c.kubeProxyHooks(nd, &h)
 	}
 	return h
 }
@@ -102,9 +105,28 @@ func (c *Cluster) containerdHooks(nd *node.Node, h *components.Hooks) {
 	h.OnGiveUp = func(err error) { c.nodeFailed(nd, err) }
 }
 
-// kubeletHooks make the node's cgroup and register its Node (with its
-// pod CIDR) before the kubelet starts, and have it ready only once the
-// Node is Ready in a status this kubelet posted.
+// kubeProxyHooks register the node's Node (with its addresses and pod
+// CIDR) before kube-proxy starts, which waits for it, and have kube-proxy
+// ready only once it has written its Service rules (the kubelet, which
+// needs it, starts the Node's pods after that). Node 0's, whose rules
+// serve the host, then routes the host's traffic to Service IPs (see
+// network.RouteServices).
+func (c *Cluster) kubeProxyHooks(nd *node.Node, h *components.Hooks) {
+	if nd.Index == 0 {
+		h.AfterReady = func(context.Context) error { return network.RouteServices(c.Plan.NetworkPlan()) }
+	}
+	h.Prepare = func(ctx context.Context) error {
+		// The apiserver is ready, but its admission and storage can
+		// still refuse for a moment.
+		return retry.OnError(registerBackoff, isTransient, func() error {
+			return c.registerNode(ctx, nd)
+		})
+	}
+	h.Ready = c.Plan.kubeProxySpec(nd).Synced()
+}
+
+// kubeletHooks make the node's cgroup before the kubelet starts, and have
+// it ready only once the Node is Ready in a status this kubelet posted.
 func (c *Cluster) kubeletHooks(nd *node.Node, h *components.Hooks) {
 	var started atomic.Int64 // Unix seconds of the current kubelet's start
 	h.Prepare = func(ctx context.Context) error {
@@ -112,11 +134,7 @@ func (c *Cluster) kubeletHooks(nd *node.Node, h *components.Hooks) {
 			return err
 		}
 		started.Store(time.Now().Unix())
-		// The apiserver serves, but may not be ready yet: its
-		// admission and storage can still refuse for a moment.
-		return retry.OnError(registerBackoff, isTransient, func() error {
-			return c.registerNode(ctx, nd)
-		})
+		return nil
 	}
 	h.Ready = func(ctx context.Context) error {
 		return c.nodeReady(ctx, nd.Name, time.Unix(started.Load(), 0))

@@ -19,7 +19,9 @@ const NodeInterface = "eth0"
 // bridge as node i of plan p: a veth pair whose host end Names.HostVeth(i)
 // is enslaved to the bridge and up, and whose peer is created directly in
 // that namespace as NodeInterface with the node's IP/NodeCIDR.Bits(), up,
-// next to lo (up) and a default route via BridgeIP.
+// next to lo (up) and a default route via BridgeIP, and rules that make
+// the ServiceCIDR and the LoadBalancerCIDR unreachable for what arrives
+// on NodeInterface (see serviceUnreachable).
 //
 // It is idempotent: a host veth left from an earlier (partial) attempt is
 // deleted first, taking its peer with it. On failure it removes the veth
@@ -124,7 +126,45 @@ func configureVeth(p Plan, node NodeRoute, host string, br netlink.Link, pid int
 	if err := h.RouteReplace(def); err != nil {
 		return in("add default route via %s: %w", p.BridgeIP, err)
 	}
+	for _, r := range serviceUnreachable(p) {
+		if err := h.RuleAdd(r); err != nil && !errors.Is(err, unix.EEXIST) {
+			return in("add rule iif %s to %s unreachable: %w", NodeInterface, r.Dst, err)
+		}
+	}
 	return nil
+}
+
+// serviceUnreachablePriority is the preference of serviceUnreachable's
+// rules: before the main table's (32766), after the local table's (0).
+const serviceUnreachablePriority = 100
+
+// serviceUnreachable are the policy rules in a node's namespace that make
+// a packet to the ServiceCIDR or the LoadBalancerCIDR that arrives on
+// NodeInterface, from the host, and that kube-proxy's rules did not
+// rewrite (before routing) fail with ICMP net unreachable: a LoadBalancer
+// IP no Service holds, or any Service IP while kube-proxy has not written
+// its rules. Without them the node would forward it back to the host,
+// whose route for the range sends it to node 0 again, until its TTL runs
+// out. They match only what is forwarded from NodeInterface: the node's
+// own processes (hostNetwork pods) and its pods route Service IPs as
+// before. The host's own connects do not wait for them (the kernel limits
+// such ICMP errors to a few a second): it routes Service IPs only once
+// node 0's kube-proxy has written its rules (see RouteServices).
+func serviceUnreachable(p Plan) []*netlink.Rule {
+	var out []*netlink.Rule
+	for _, r := range []netip.Prefix{p.ServiceCIDR, p.LoadBalancerCIDR} {
+		if !r.IsValid() {
+			continue
+		}
+		rule := netlink.NewRule()
+		rule.Priority = serviceUnreachablePriority
+		rule.IifName = NodeInterface
+		rule.Dst = prefixAddr(r).IPNet
+		rule.Type = unix.RTN_UNREACHABLE
+		rule.Protocol = uint8(Protocol)
+		out = append(out, rule)
+	}
+	return out
 }
 
 // DetachNode removes host veth i of cluster, which takes its peer in the

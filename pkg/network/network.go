@@ -49,9 +49,10 @@ const ipForward = "net.ipv4.ip_forward"
 //     policy to DROP before this, so only what rules accept is forwarded:
 //     see policy.go);
 //   - the routes of the plan (see Plan): pod CIDR via node IP for each
-//     non-local node, the service CIDR via ServiceVia or on the bridge,
-//     unreachable routes over the cluster ranges; routes of the cluster that
-//     are no longer in the plan are removed;
+//     non-local node, unreachable routes over the cluster ranges; routes of
+//     the cluster that are no longer in the plan are removed, the service
+//     routes too (RouteServices adds them once kube-proxy has written its
+//     rules);
 //   - the nat chain Names.NATChain (`-d <cluster range> -j RETURN` for each
 //     range, then `-s ClusterCIDR -j MASQUERADE` and `-s NodeCIDR -j
 //     MASQUERADE`) appended to POSTROUTING, and the filter chain
@@ -318,6 +319,36 @@ func syncRoutes(p Plan, n Names, bridge int) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// RouteServices adds, idempotently, the host routes of plan p's service
+// CIDR and LoadBalancer CIDR: via ServiceVia, or on the bridge when it is
+// the zero Addr. Until then the cluster's unreachable routes cover them,
+// so a host process's connect to a Service IP fails at once
+// (EHOSTUNREACH, no packet sent). Call it once the kube-proxy whose rules
+// serve the host (ServiceVia's node's, or the host's) has written them:
+// before that, node 0 would send such a packet back to the host, which
+// routes it to node 0 again until its TTL runs out, and the connect waits
+// out its timeout (an apiserver checking an aggregated API left in etcd
+// by the last run waited 5 s, and its /readyz with it). Setup removes
+// them. Errors name the route.
+func RouteServices(p Plan) error {
+	p = p.normalized()
+	n := NamesFor(p.Cluster)
+	br, err := netlink.LinkByName(n.Bridge)
+	if err != nil {
+		return fmt.Errorf("service routes of cluster %q: bridge %s: %w", p.Cluster, n.Bridge, err)
+	}
+	var errs []error
+	for _, s := range p.serviceRoutes() {
+		if err := netlink.RouteReplace(s.netlink(n, br.Attrs().Index)); err != nil {
+			errs = append(errs, fmt.Errorf("add route %s: %w", s, err))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("service routes of cluster %q: %w", p.Cluster, err)
+	}
+	return nil
 }
 
 // clusterRoutes lists the IPv4 routes of the cluster: Protocol routes on

@@ -250,11 +250,18 @@ func TestLifecycle(t *testing.T) {
 	bi := br.Attrs().Index
 	wantVia(t, "10.254.128.7", bi, "10.254.0.2") // node 0's pods
 	wantVia(t, "10.254.129.7", bi, "10.254.0.3") // node 1's pods
-	wantVia(t, "10.254.16.1", bi, "10.254.0.2")  // a service IP, via node 0
+	wantUnreachable(t, "10.254.16.1")            // a service IP: kube-proxy has not written its rules
 	wantVia(t, "10.254.0.2", bi, "")             // a node
 	wantUnreachable(t, "10.254.130.7")           // local node's pods: no CNI bridge yet
 	wantUnreachable(t, "10.254.5.5")             // unused part of the whole range
 	wantUnreachable(t, "10.254.200.1")           // pod CIDR of no node
+	for i := range 2 {
+		if err := RouteServices(p); err != nil {
+			t.Fatalf("RouteServices #%d: %v", i+1, err)
+		}
+	}
+	wantVia(t, "10.254.16.1", bi, "10.254.0.2") // a service IP, via node 0
+	wantVia(t, "10.254.32.1", bi, "10.254.0.2") // a LoadBalancer IP, via node 0
 
 	ipt, err := newIPTables()
 	if err != nil {
@@ -392,8 +399,19 @@ func TestServiceOnBridgeWithoutWhole(t *testing.T) {
 	if addrs, err := netlink.AddrList(br, netlink.FAMILY_V4); err != nil || len(addrs) != 1 || addrs[0].IPNet.String() != "10.254.0.1/24" {
 		t.Errorf("bridge addresses after Setup = %v, %v; want just 10.254.0.1/24", addrs, err)
 	}
+	wantUnreachable(t, "10.254.16.1") // until RouteServices
+	if err := RouteServices(p); err != nil {
+		t.Fatalf("RouteServices: %v", err)
+	}
 	wantVia(t, "10.254.16.1", br.Attrs().Index, "") // kube-proxy's host rules take it from here
-	wantUnreachable(t, "10.254.128.9")              // no CNI bridge yet
+	if err := Setup(p); err != nil {
+		t.Fatalf("Setup after RouteServices: %v", err)
+	}
+	wantUnreachable(t, "10.254.16.1") // a new Setup: kube-proxy writes its rules again first
+	if err := RouteServices(p); err != nil {
+		t.Fatalf("RouteServices: %v", err)
+	}
+	wantUnreachable(t, "10.254.128.9") // no CNI bridge yet
 	wantUnreachable(t, "10.254.200.1")
 	if err := Teardown(cluster); err != nil {
 		t.Fatalf("Teardown: %v", err)

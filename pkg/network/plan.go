@@ -246,12 +246,13 @@ func (r routeSpec) String() string {
 	}
 }
 
-// routes lists the host routes of a normalized plan: each non-local node's
-// pod CIDR via its node IP, the service CIDR and the LoadBalancer CIDR via
-// ServiceVia (or on the bridge), and an unreachable route over every cluster range. The
-// unreachable routes are less specific than (or, for an equal prefix, carry
-// a higher metric than) every real route, so they only catch addresses
-// nothing else routes, and such a packet never leaves by the default route.
+// routes lists the host routes Setup makes for a normalized plan: each
+// non-local node's pod CIDR via its node IP, and an unreachable route over
+// every cluster range. The unreachable routes are less specific than (or,
+// for an equal prefix, carry a higher metric than) every real route, so
+// they only catch addresses nothing else routes, and such a packet never
+// leaves by the default route. The service routes come later (see
+// serviceRoutes).
 func (p Plan) routes() []routeSpec {
 	var out []routeSpec
 	for _, n := range p.Nodes {
@@ -259,12 +260,19 @@ func (p Plan) routes() []routeSpec {
 			out = append(out, routeSpec{Dst: n.PodCIDR, Via: n.IP})
 		}
 	}
-	out = append(out, routeSpec{Dst: p.ServiceCIDR, Via: p.ServiceVia})
-	if p.LoadBalancerCIDR.IsValid() {
-		out = append(out, routeSpec{Dst: p.LoadBalancerCIDR, Via: p.ServiceVia})
-	}
 	for _, r := range p.clusterRanges() {
 		out = append(out, routeSpec{Dst: r, Unreachable: true})
+	}
+	return out
+}
+
+// serviceRoutes lists the host routes RouteServices makes for a normalized
+// plan: the service CIDR and the LoadBalancer CIDR via ServiceVia (or on
+// the bridge).
+func (p Plan) serviceRoutes() []routeSpec {
+	out := []routeSpec{{Dst: p.ServiceCIDR, Via: p.ServiceVia}}
+	if p.LoadBalancerCIDR.IsValid() {
+		out = append(out, routeSpec{Dst: p.LoadBalancerCIDR, Via: p.ServiceVia})
 	}
 	return out
 }

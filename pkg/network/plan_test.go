@@ -92,8 +92,10 @@ func TestPlanRoutesAndRules(t *testing.T) {
 		name       string
 		edit       func(*Plan)
 		wantRanges []string
-		wantRoutes []string
-		wantNAT    []string
+		wantRoutes []string // Setup's
+		// wantServiceRoutes are RouteServices'.
+		wantServiceRoutes []string
+		wantNAT           []string
 	}{
 		{
 			name:       "whole range, service via node 0",
@@ -102,10 +104,9 @@ func TestPlanRoutesAndRules(t *testing.T) {
 			wantRoutes: []string{
 				"10.254.128.0/24 via 10.254.0.2",
 				"10.254.129.0/24 via 10.254.0.3",
-				"10.254.16.0/20 via 10.254.0.2",
-				"10.254.32.0/20 via 10.254.0.2",
 				"unreachable 10.254.0.0/16",
 			},
+			wantServiceRoutes: []string{"10.254.16.0/20 via 10.254.0.2", "10.254.32.0/20 via 10.254.0.2"},
 			wantNAT: []string{
 				"-d 10.254.0.0/16 -j RETURN",
 				"-s 10.254.128.0/17 -j MASQUERADE",
@@ -120,10 +121,9 @@ func TestPlanRoutesAndRules(t *testing.T) {
 				p.ServiceCIDR = mp("10.96.0.0/12")
 				p.Nodes = []NodeRoute{{Index: 0, IP: p.BridgeIP, PodCIDR: mp("10.254.128.0/24"), Local: true}}
 			},
-			wantRanges: []string{"10.254.0.0/24", "10.96.0.0/12", "10.254.128.0/17", "10.254.32.0/20"},
+			wantRanges:        []string{"10.254.0.0/24", "10.96.0.0/12", "10.254.128.0/17", "10.254.32.0/20"},
+			wantServiceRoutes: []string{"10.96.0.0/12 dev bridge", "10.254.32.0/20 dev bridge"},
 			wantRoutes: []string{
-				"10.96.0.0/12 dev bridge",
-				"10.254.32.0/20 dev bridge",
 				"unreachable 10.254.0.0/24",
 				"unreachable 10.96.0.0/12",
 				"unreachable 10.254.128.0/17",
@@ -145,11 +145,10 @@ func TestPlanRoutesAndRules(t *testing.T) {
 			wantRoutes: []string{
 				"10.254.128.0/24 via 10.254.0.2",
 				"10.254.129.0/24 via 10.254.0.3",
-				"10.96.0.0/12 via 10.254.0.2",
-				"10.254.32.0/20 via 10.254.0.2",
 				"unreachable 10.254.0.0/16",
 				"unreachable 10.96.0.0/12",
 			},
+			wantServiceRoutes: []string{"10.96.0.0/12 via 10.254.0.2", "10.254.32.0/20 via 10.254.0.2"},
 			wantNAT: []string{
 				"-d 10.254.0.0/16 -j RETURN",
 				"-d 10.96.0.0/12 -j RETURN",
@@ -171,6 +170,9 @@ func TestPlanRoutesAndRules(t *testing.T) {
 			}
 			if got := strs(p.routes()); !reflect.DeepEqual(got, tt.wantRoutes) {
 				t.Errorf("routes = %q, want %q", got, tt.wantRoutes)
+			}
+			if got := strs(p.serviceRoutes()); !reflect.DeepEqual(got, tt.wantServiceRoutes) {
+				t.Errorf("serviceRoutes = %q, want %q", got, tt.wantServiceRoutes)
 			}
 			var nat []string
 			for _, r := range natRules(p) {

@@ -105,14 +105,30 @@ func (p *Process) logTail() string {
 	return b.String()
 }
 
-// HTTPGet returns a Probe that GETs url and expects a 2xx status. tlsConfig
-// (may be nil; it is cloned) configures https; proxies from the environment
-// are not used. Each attempt is bounded by ProbeTimeout. Attempts reuse an
-// idle connection (a component probed every 50 ms for seconds would
-// otherwise pay a TLS handshake, on both sides, at every attempt); one to
-// a process that is gone fails, and the next attempt dials anew. The error
-// includes the status and the first 200 bytes of the response body.
+// HTTPGet returns a Probe that GETs url and expects a 2xx status (see
+// HTTPCheck). The error includes the status and the first 200 bytes of
+// the response body.
 func HTTPGet(url string, tlsConfig *tls.Config) Probe {
+	return HTTPCheck(url, tlsConfig, func(code int, body []byte) error {
+		if code >= 200 && code < 300 {
+			return nil
+		}
+		if len(body) > bodyExcerpt {
+			body = body[:bodyExcerpt]
+		}
+		return fmt.Errorf("GET %s: %d %s: %s", url, code, http.StatusText(code), strings.TrimSpace(string(body)))
+	})
+}
+
+// HTTPCheck returns a Probe that GETs url and passes when check, given the
+// status code and the first 64 KiB of the body, returns nil; its error is
+// the probe's. tlsConfig (may be nil; it is cloned) configures https;
+// proxies from the environment are not used. Each attempt is bounded by
+// ProbeTimeout. Attempts reuse an idle connection (a component probed
+// every 50 ms for seconds would otherwise pay a TLS handshake, on both
+// sides, at every attempt); one to a process that is gone fails, and the
+// next attempt dials anew.
+func HTTPCheck(url string, tlsConfig *tls.Config, check func(code int, body []byte) error) Probe {
 	client := &http.Client{Transport: &http.Transport{
 		Proxy:               nil,
 		TLSClientConfig:     tlsConfig.Clone(),
@@ -131,13 +147,13 @@ func HTTPGet(url string, tlsConfig *tls.Config) Probe {
 			return err
 		}
 		defer resp.Body.Close()
-		body, _ := io.ReadAll(io.LimitReader(resp.Body, bodyExcerpt))
-		// Drained, the connection goes back to the pool.
-		_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
-		if resp.StatusCode >= 200 && resp.StatusCode < 300 {
-			return nil
+		body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		if err != nil {
+			return fmt.Errorf("GET %s: %w", url, err)
 		}
-		return fmt.Errorf("GET %s: %s: %s", url, resp.Status, strings.TrimSpace(string(body)))
+		// Drained, the connection goes back to the pool.
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return check(resp.StatusCode, body)
 	}
 }
 

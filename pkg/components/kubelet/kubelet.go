@@ -19,6 +19,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/components/apiserver"
 	"github.com/kubernix/kubernix/pkg/components/containerd"
+	"github.com/kubernix/kubernix/pkg/components/kubeproxy"
 	"github.com/kubernix/kubernix/pkg/process"
 )
 
@@ -169,9 +170,13 @@ var evictionHard = map[string]string{
 func Render(s Spec) ([]byte, error) { return components.RenderYAML(Config(s), "kubelet config") }
 
 // Describe returns the node's kubelet, run in its node's sandbox. It
-// needs the apiserver serving, where it registers (the node authorizer
-// needs no RBAC objects), and its node's containerd, its container
-// runtime; not the controller-manager or the scheduler. Its readiness
+// needs the apiserver serving (the node authorizer needs no RBAC
+// objects), its node's containerd, its container runtime, and its node's
+// kube-proxy with its Service rules written: on a restart the Node's pods
+// are bound to it already, and started before those rules, a pod that
+// reaches the apiserver through its Service IP at start (metrics-server)
+// fails and waits out a 10 s crash-loop back-off. Not the
+// controller-manager or the scheduler. Its readiness
 // probe is its /healthz, which the cluster follows with the Node's Ready
 // condition; its liveness is /healthz alone, so an apiserver outage does
 // not restart it. It errors when the config does not render.
@@ -182,10 +187,10 @@ func Describe(s Spec) (components.Description, error) {
 	}
 	health := components.Probe{HTTPGet: s.HealthURL()}
 	ready := health
-	ready.Then = "the Node " + s.NodeName + " is Ready in a status this kubelet posted (registered with its pod CIDR first)"
+	ready.Then = "the Node " + s.NodeName + " is Ready in a status this kubelet posted"
 	return components.Description{
 		Name: Name, Scope: s.NodeName, Kind: components.KindProcess, Phase: component.NodeAgent,
-		Needs:  []string{apiserver.Name, components.ID(containerd.Name, s.NodeName)},
+		Needs:  []string{apiserver.Name, components.ID(containerd.Name, s.NodeName), components.ID(kubeproxy.Name, s.NodeName)},
 		Binary: Name, Command: Command(s), InSandbox: true,
 		Files: []components.File{{Path: s.ConfigFile, Content: b}},
 		Dirs:  []string{s.RootDir, s.PodLogsDir},

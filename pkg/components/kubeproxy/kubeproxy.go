@@ -119,7 +119,8 @@ func Describe(s Spec) (components.Description, error) {
 			{Path: filepath.Join(s.ToolDir, "nft"), Link: s.NFT},
 			{Path: s.ConfigFile, Content: b},
 		},
-		Probe: components.Probe{HTTPGet: s.HealthURL()},
+		Probe: components.Probe{HTTPGet: s.HealthURL(),
+			Then: "its Service rules written once (a last update in /healthz's status), after the Node " + s.NodeName + " is registered with its addresses and pod CIDR"},
 	}, nil
 }
 
