@@ -111,15 +111,19 @@ func Lock(cfg config.Config, verb string, inherited *os.File) (*StateLock, error
 	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
 		f.Close()
 		if errors.Is(err, unix.EWOULDBLOCK) {
-			h := readHolder(paths)
+			h := holderOf(func() lockHolder { return readHolder(paths) })
 			return nil, &BusyError{Name: cfg.Name, PID: h.pid, Verb: h.verb, StartTime: h.startTime, File: path}
 		}
 		return nil, fmt.Errorf("lock %s: %w", path, err)
 	}
+	// The record is written over the last one, then cut to its length:
+	// the file is never empty meanwhile, and a mix of the two does not
+	// parse (see readHolder).
 	start, err := process.StartTime(os.Getpid())
 	if err == nil {
-		if err = f.Truncate(0); err == nil {
-			_, err = f.WriteAt([]byte(fmt.Sprintf("%d %s %d\n", os.Getpid(), verb, start)), 0)
+		rec := []byte(fmt.Sprintf("%d %s %d\n", os.Getpid(), verb, start))
+		if _, err = f.WriteAt(rec, 0); err == nil {
+			err = f.Truncate(int64(len(rec)))
 		}
 	}
 	if err != nil {
@@ -199,6 +203,24 @@ type lockHolder struct {
 	pid       int
 	verb      string
 	startTime uint64
+}
+
+// holderWait is how long holderOf reads a lock file again while its
+// record does not check out.
+const holderWait = 500 * time.Millisecond
+
+// holderOf returns the holder read returns (readHolder of a lock file),
+// reading again for up to holderWait while it names nobody: a process
+// that just took the lock, or a supervisor that inherited it, writes its
+// record right after, and two `up`s started together would otherwise
+// catch the file before that.
+func holderOf(read func() lockHolder) lockHolder {
+	var h lockHolder
+	_ = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, holderWait, true, func(context.Context) (bool, error) {
+		h = read()
+		return h.pid > 0, nil
+	})
+	return h
 }
 
 // readHolder returns the holder the lock file of paths records when that

@@ -189,6 +189,39 @@ func TestLockHolderChecked(t *testing.T) {
 	}
 }
 
+// TestHolderOfWrittenLate: a holder that took the lock but has not yet
+// written its record (two ups started together; a supervisor that just
+// inherited the lock) is still named once its record checks out, within
+// holderWait; a record that never does names nobody.
+func TestHolderOfWrittenLate(t *testing.T) {
+	holder := lockHolder{pid: 42, verb: VerbUp, startTime: 7}
+	tests := []struct {
+		name string
+		// late is how many reads find no holder before the record.
+		late int
+		want lockHolder
+	}{
+		{"written", 0, holder},
+		{"written after the first read", 1, holder},
+		{"never written", -1, lockHolder{}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			reads := 0
+			got := holderOf(func() lockHolder {
+				reads++
+				if tt.late < 0 || reads <= tt.late {
+					return lockHolder{}
+				}
+				return holder
+			})
+			if got != tt.want {
+				t.Errorf("holderOf = %+v after %d reads, want %+v", got, reads, tt.want)
+			}
+		})
+	}
+}
+
 // TestLockMode: the lock file is the caller's alone: made 0600, one of an
 // older kubernix (0644) made so, and one another user owns refused.
 func TestLockMode(t *testing.T) {

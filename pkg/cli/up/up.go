@@ -334,12 +334,18 @@ func startSupervisor(f *flags, cfg config.Config, lock *cluster.StateLock, logFi
 	return sup, nil
 }
 
-// lockAndRecord takes the state dir's lock for up (cluster.Lock) and
-// records the state dir in the user's index of clusters, for `kubernix
-// list` (cluster.Inventory). The supervisor inside rootlesskit does not:
+// lockAndRecord marks the state dir as kubernix's (Paths.MakeState),
+// takes its lock for up (cluster.Lock) and records it in the user's index
+// of clusters, for `kubernix list` (cluster.Inventory). The marker comes
+// first: an up started beside this one then finds a kubernix state dir
+// (not a foreign one holding a lock file) and is refused by the lock,
+// naming its holder. The supervisor inside rootlesskit does not record:
 // there it is root of a user namespace, and the index is its user's, in
 // the state root outside.
 func lockAndRecord(cfg config.Config, inherited *os.File) (*cluster.StateLock, error) {
+	if err := cfg.Paths().MakeState(); err != nil {
+		return nil, err
+	}
 	lock, err := cluster.Lock(cfg, cluster.VerbUp, inherited)
 	if err != nil {
 		return nil, err
