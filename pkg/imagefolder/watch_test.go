@@ -9,11 +9,26 @@ import (
 	"time"
 
 	"github.com/kubernix/kubernix/pkg/containerd"
+	testingclock "k8s.io/utils/clock/testing"
 )
 
+// runFixture is a Folder running over a fixture on a fake clock: only
+// within moves the clock, so what the Folder waits for (settling, retries,
+// the resync) happens between a test's steps, never during one.
+type runFixture struct {
+	*fixture
+	clock *testingclock.FakeClock
+}
+
 // runFolder runs a Folder over fx with short periods until the test ends.
-func runFolder(t *testing.T, fx *fixture, opts Options) *Folder {
+// Its fake clock starts a day before the real one: the files the test
+// writes, with real mtimes, are in its future, so they settle by
+// observation on the fake clock alone (see settled), however slowly the
+// test runs.
+func runFolder(t *testing.T, fx *fixture, opts Options) *runFixture {
 	t.Helper()
+	clk := testingclock.NewFakeClock(time.Now().Add(-24 * time.Hour))
+	opts.Clock = clk
 	opts.Settle = orDefault(opts.Settle, 100*time.Millisecond)
 	opts.RetryBase = orDefault(opts.RetryBase, 20*time.Millisecond)
 	opts.RetryMax = orDefault(opts.RetryMax, 200*time.Millisecond)
@@ -32,18 +47,31 @@ func runFolder(t *testing.T, fx *fixture, opts Options) *Folder {
 			t.Error("Run did not return after its context ended")
 		}
 	})
-	return f
+	return &runFixture{fixture: fx, clock: clk}
 }
 
-// within polls cond until it holds or 5 s passed.
-func within(t *testing.T, what string, cond func() bool) {
+// withinSteps is how many times within moves the fake clock, by
+// withinStep each time, before it gives up: 10 s of the Folder's time,
+// many settle and retry periods.
+const (
+	withinSteps = 500
+	withinStep  = 20 * time.Millisecond
+)
+
+// within moves the fake clock by withinStep, giving the Folder's
+// goroutines a moment of real time after each step, until cond holds; it
+// fails the test after withinSteps steps.
+func (fx *runFixture) within(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: not within 5s", what)
+	for range withinSteps {
+		if cond() {
+			return
 		}
-		time.Sleep(10 * time.Millisecond)
+		fx.clock.Step(withinStep)
+		time.Sleep(5 * time.Millisecond)
+	}
+	if !cond() {
+		t.Fatalf("%s: not within %v of the Folder's time", what, withinSteps*withinStep)
 	}
 }
 
@@ -60,7 +88,7 @@ func (fx *fixture) digestOn(i int, ref string) (string, string) {
 func TestRun(t *testing.T) {
 	fx := newFixture(t)
 	fx.write("early.tar", "example.test/early:1 sha256:e\n", time.Time{})
-	runFolder(t, fx, Options{})
+	rf := runFolder(t, fx, Options{})
 	onAll := func(ref, digest string) func() bool {
 		return func() bool {
 			for i := range fx.nodes {
@@ -71,7 +99,7 @@ func TestRun(t *testing.T) {
 			return true
 		}
 	}
-	within(t, "a file present at start imported", onAll("example.test/early:1", "sha256:e"))
+	rf.within(t, "a file present at start imported", onAll("example.test/early:1", "sha256:e"))
 
 	t.Run("dropped file imported", func(t *testing.T) {
 		tmp := filepath.Join(fx.dir, ".app.tar.partial")
@@ -81,7 +109,7 @@ func TestRun(t *testing.T) {
 		if err := os.Rename(tmp, filepath.Join(fx.dir, "app.tar")); err != nil {
 			t.Fatal(err)
 		}
-		within(t, "app.tar imported", onAll("example.test/app:1", "sha256:v1"))
+		rf.within(t, "app.tar imported", onAll("example.test/app:1", "sha256:v1"))
 		fx.wantImage("example.test/app:1", "sha256:v1", "app.tar")
 	})
 
@@ -89,7 +117,7 @@ func TestRun(t *testing.T) {
 		if err := os.WriteFile(filepath.Join(fx.dir, "app.tar"), []byte("example.test/app:1 sha256:v2\n"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		within(t, "app.tar v2 imported", onAll("example.test/app:1", "sha256:v2"))
+		rf.within(t, "app.tar v2 imported", onAll("example.test/app:1", "sha256:v2"))
 	})
 
 	t.Run("slow write imported once", func(t *testing.T) {
@@ -98,13 +126,27 @@ func TestRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for i := range 8 { // 8 chunks 40 ms apart: 320 ms, over 3 settle periods
+		defer out.Close()
+		// 8 chunks 40 ms apart on the Folder's clock, 320 ms in all:
+		// each comes before the last has settled (100 ms), and the file
+		// is seen changed at every look while it is written, however
+		// long a chunk takes in real time.
+		for i := range 8 {
 			fmt.Fprintf(out, "example.test/slow%d:1 sha256:%d\n", i, i)
-			time.Sleep(40 * time.Millisecond)
+			rf.clock.Step(40 * time.Millisecond)
+			time.Sleep(5 * time.Millisecond)
+			if n := fx.rt.importCount("slow.tar"); n != 0 {
+				t.Fatalf("slow.tar imported %d times after chunk %d, while still written", n, i)
+			}
 		}
-		out.Close()
-		within(t, "slow.tar imported", onAll("example.test/slow7:1", "sha256:7"))
-		time.Sleep(300 * time.Millisecond)
+		if err := out.Close(); err != nil {
+			t.Fatal(err)
+		}
+		rf.within(t, "slow.tar imported", onAll("example.test/slow7:1", "sha256:7"))
+		for range 20 { // 20 settle periods more: no import again
+			rf.clock.Step(100 * time.Millisecond)
+			time.Sleep(2 * time.Millisecond)
+		}
 		if n := fx.rt.importCount("slow.tar"); n != len(fx.nodes) {
 			t.Errorf("slow.tar imported %d times, want once per node (%d)", n, len(fx.nodes))
 		}
@@ -112,7 +154,7 @@ func TestRun(t *testing.T) {
 
 	t.Run("removed file unpinned", func(t *testing.T) {
 		fx.remove("app.tar")
-		within(t, "app.tar released", func() bool {
+		rf.within(t, "app.tar released", func() bool {
 			for i := range fx.nodes {
 				if _, src := fx.digestOn(i, "example.test/app:1"); src != "" {
 					return false
@@ -128,20 +170,20 @@ func TestRun(t *testing.T) {
 		fx.rt.failNext = 4
 		fx.rt.mu.Unlock()
 		fx.write("retry.tar", "example.test/retry:1 sha256:r\n", time.Time{})
-		within(t, "retry.tar imported after failures", onAll("example.test/retry:1", "sha256:r"))
+		rf.within(t, "retry.tar imported after failures", onAll("example.test/retry:1", "sha256:r"))
 	})
 
 	t.Run("corrupt file does not stop the watch", func(t *testing.T) {
 		fx.write("bad.tar", "corrupt", time.Time{})
 		fx.write("after.tar", "example.test/after:1 sha256:a\n", time.Time{})
-		within(t, "after.tar imported", onAll("example.test/after:1", "sha256:a"))
+		rf.within(t, "after.tar imported", onAll("example.test/after:1", "sha256:a"))
 	})
 
 	t.Run("folder removed and created again", func(t *testing.T) {
 		if err := os.RemoveAll(fx.dir); err != nil {
 			t.Fatal(err)
 		}
-		within(t, "images of the removed folder released", func() bool {
+		rf.within(t, "images of the removed folder released", func() bool {
 			_, src := fx.digestOn(0, "example.test/early:1")
 			return src == ""
 		})
@@ -149,7 +191,7 @@ func TestRun(t *testing.T) {
 			t.Fatal(err)
 		}
 		fx.write("back.tar", "example.test/back:1 sha256:b\n", time.Time{})
-		within(t, "a file in the new folder imported", onAll("example.test/back:1", "sha256:b"))
+		rf.within(t, "a file in the new folder imported", onAll("example.test/back:1", "sha256:b"))
 	})
 }
 
@@ -168,8 +210,8 @@ func TestRunCatchesUpOnRestart(t *testing.T) {
 	}
 	fx.remove("drop.tar")
 	fx.write("new.tar", "example.test/new:1 sha256:n\n", time.Time{})
-	runFolder(t, fx, Options{})
-	within(t, "new.tar imported and drop.tar released", func() bool {
+	rf := runFolder(t, fx, Options{})
+	rf.within(t, "new.tar imported and drop.tar released", func() bool {
 		d, _ := fx.digestOn(1, "example.test/new:1")
 		_, src := fx.digestOn(1, "example.test/drop:1")
 		return d == "sha256:n" && src == ""
