@@ -162,11 +162,20 @@ unit:
 # Integration tests start real clusters: they need root and the built
 # binaries. E2E_PARALLEL is how many clusters of the tests that may share
 # the machine run at once (t.Parallel; see test/e2e/shared_test.go).
+# gotestsum prints a line per test as it ends (with its time) and the
+# output of the failed ones at the end; the run's events stay in
+# $(OUT)/e2e.json, and the slowest tests are listed after it.
 E2E_PARALLEL ?= 2
 E2E_PACKAGES := ./test/e2e ./pkg/containerd
-e2e: deps bins images build
-	KUBERNIX_BIN_DIR=$(BIN) KUBERNIX_IMAGES_DIR=$(IMAGES) $(GO) test -count=1 -timeout 40m \
-		-parallel $(E2E_PARALLEL) $(E2E_PACKAGES)
+GOTESTSUM_VERSION := v1.13.0
+GOTESTSUM := $(OUT)/tools/gotestsum
+$(GOTESTSUM):
+	GOBIN=$(OUT)/tools $(GO) install gotest.tools/gotestsum@$(GOTESTSUM_VERSION)
+e2e: deps bins images build $(GOTESTSUM)
+	KUBERNIX_BIN_DIR=$(BIN) KUBERNIX_IMAGES_DIR=$(IMAGES) $(GOTESTSUM) --format testname \
+		--format-icons text --jsonfile $(OUT)/e2e.json -- -count=1 -timeout 40m \
+		-parallel $(E2E_PARALLEL) $(E2E_PACKAGES); \
+	rc=$$?; echo "slowest tests:"; $(GOTESTSUM) tool slowest --jsonfile $(OUT)/e2e.json --threshold 20s; exit $$rc
 
 # Every test: vet, the unit tests, then the integration tests.
 test: vet unit e2e
