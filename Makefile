@@ -165,7 +165,7 @@ unit:
 # gotestsum prints a line per test as it ends (with its time) and the
 # output of the failed ones at the end; the run's events stay in
 # $(OUT)/e2e.json, and the slowest tests are listed after it.
-E2E_PARALLEL ?= 2
+E2E_PARALLEL ?= 3
 E2E_PACKAGES := ./test/e2e ./pkg/containerd
 GOTESTSUM_VERSION := v1.13.0
 GOTESTSUM := $(OUT)/tools/gotestsum

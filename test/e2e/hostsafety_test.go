@@ -374,11 +374,18 @@ func dial(ns netns.NsHandle, addr string) error {
 }
 
 // TestDownLeavesNothing brings clusters of 1 and 3 nodes up and down ten
-// times each and checks, at once after each `kubernix down` returns, that
-// nothing of the cluster is left: processes (shims and the supervisor
-// included), mounts, network namespaces, links, routes, chains, nftables
-// tables and cgroups.
+// times each (KUBERNIX_E2E_CYCLES) and checks, at once after each
+// `kubernix down` returns, that nothing of the cluster is left: processes
+// (shims and the supervisor included), mounts, network namespaces, links,
+// routes, chains, nftables tables and cgroups. The 3-node cluster runs a
+// Deployment spread over its nodes from the first up on, so every later
+// cycle brings its pods back up (on a re-up the kubelet starts the pods
+// bound to its Node) and down again, as TestMultiNode's cycles did.
 func TestDownLeavesNothing(t *testing.T) {
+	cycles := 10
+	if v, err := strconv.Atoi(os.Getenv("KUBERNIX_E2E_CYCLES")); err == nil {
+		cycles = v
+	}
 	for _, nodes := range []int{1, 3} {
 		t.Run(fmt.Sprintf("%d nodes", nodes), func(t *testing.T) {
 			e := newEnv(t, fmt.Sprintf("e2e-leak%d", nodes), fmt.Sprintf("10.%d.0.0/16", 220+nodes), "--nodes", strconv.Itoa(nodes))
@@ -390,8 +397,14 @@ func TestDownLeavesNothing(t *testing.T) {
 			for i := range nodes {
 				names = append(names, fmt.Sprintf("%s-node-%d", e.name, i))
 			}
-			for cycle := range 10 {
+			for cycle := range cycles {
 				e.mustKubernix(ctx, "up", "--detach")
+				if nodes > 1 {
+					if cycle == 0 {
+						e.apply(ctx, netexecManifest(2*nodes, true))
+					}
+					e.mustKubectl(ctx, "wait", "--for=condition=Available", "deployment/netexec", "--timeout=180s")
+				}
 				e.mustKubernix(ctx, "down")
 				if left := e.leftovers(names, false); len(left) > 0 {
 					t.Fatalf("cycle %d: right after down:\n%s", cycle+1, strings.Join(left, "\n"))

@@ -206,13 +206,14 @@ func TestLoadBalancerPoolRefused(t *testing.T) {
 // 127.0.0.1:rlPort (rootlesskit's port driver), and once deleted the host
 // port is closed again.
 func TestRootlessLoadBalancer(t *testing.T) {
+	rootlessParallel(t)
 	u := newRootlessUser(t, "kxrllb")
 	u.addSubIDs()
 	u.openTun()
 	u.delegateCgroups()
 	const (
 		name   = "lb-rl"
-		rlPort = "18080"
+		rlPort = "18090"
 		rlIP   = "10.164.32.1"
 	)
 	kctx := "kubernix-" + name

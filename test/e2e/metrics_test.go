@@ -87,6 +87,7 @@ func TestMetrics(t *testing.T) {
 // up by an ordinary user, `kubectl top nodes` lists it and `kubectl top
 // pods -A` the addons' pods.
 func TestRootlessMetrics(t *testing.T) {
+	rootlessParallel(t)
 	u := newRootlessUser(t, "kxrlmetrics")
 	u.addSubIDs()
 	u.openTun()

@@ -141,6 +141,7 @@ func snapshotDir(t *testing.T, dir string) string {
 // addon is refused listing that change alone; with its own config it
 // keeps the message of the state dir's lock.
 func TestReconfigureRootless(t *testing.T) {
+	rootlessParallel(t)
 	rc := newRootlessCluster(t, "kxrreconf", "kxr-rl")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()

@@ -103,6 +103,7 @@ func TestRegistryPortInUse(t *testing.T) {
 // Always; and from a pod the nodes' address answers pulls but refuses a
 // blob upload.
 func TestRegistryRootless(t *testing.T) {
+	rootlessParallel(t)
 	u := newRootlessUser(t, "kxrlregistry")
 	u.addSubIDs()
 	u.openTun()
@@ -164,6 +165,7 @@ func TestRegistryRootless(t *testing.T) {
 // login`, pushes, and the image runs with imagePullPolicy: Always.
 func TestRegistryOwnerPushes(t *testing.T) {
 	e := newEnv(t, "rg-e2e-owner", "10.168.0.0/16")
+	e.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	e.downOnCleanup()

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -46,11 +47,19 @@ func newRootlessUser(t *testing.T, name string) *rootlessUser {
 			t.Skipf("integration test: %s is not installed (Debian: apt-get install rootlesskit slirp4netns uidmap)", b)
 		}
 	}
+	hostFiles.Lock()
 	// A user left by an interrupted run goes first.
 	if _, err := user.Lookup(name); err == nil {
-		run(t, "userdel", "-r", "-f", name)
+		if out, err := exec.Command("userdel", "-r", "-f", name).CombinedOutput(); err != nil {
+			hostFiles.Unlock()
+			t.Fatalf("userdel %s: %v: %s", name, err, out)
+		}
 	}
-	run(t, "useradd", "-m", "-s", "/bin/sh", name)
+	out, err := exec.Command("useradd", "-m", "-s", "/bin/sh", name).CombinedOutput()
+	hostFiles.Unlock()
+	if err != nil {
+		t.Fatalf("useradd %s: %v: %s", name, err, out)
+	}
 	u, err := user.Lookup(name)
 	if err != nil {
 		t.Fatal(err)
@@ -60,6 +69,8 @@ func newRootlessUser(t *testing.T, name string) *rootlessUser {
 	ru := &rootlessUser{t: t, binDir: binDir, name: name, uid: uid, gid: gid, home: u.HomeDir}
 	t.Cleanup(func() {
 		ru.killAll()
+		hostFiles.Lock()
+		defer hostFiles.Unlock()
 		if out, err := exec.Command("userdel", "-r", "-f", name).CombinedOutput(); err != nil {
 			t.Logf("userdel %s: %v: %s", name, err, out)
 		}
@@ -71,6 +82,8 @@ func newRootlessUser(t *testing.T, name string) *rootlessUser {
 	})
 	// useradd may have given the user subordinate IDs already (Debian's
 	// SUB_UID_COUNT); the test decides.
+	hostFiles.Lock()
+	defer hostFiles.Unlock()
 	for _, f := range []string{"/etc/subuid", "/etc/subgid"} {
 		if err := removeSubIDs(f, name); err != nil {
 			t.Fatal(err)
@@ -86,11 +99,36 @@ func run(t *testing.T, argv ...string) {
 	}
 }
 
+// hostFiles serializes the tests' changes to the host's user database:
+// useradd and userdel lock /etc/passwd and fail at once while another
+// holds it, and /etc/subuid and /etc/subgid are read and rewritten whole.
+var hostFiles sync.Mutex
+
+// rootlessUps serializes the rootless tests' `kubernix up`s: each picks
+// the first free apiserver and registry ports on the host's 127.0.0.1
+// (6443, 5000 and up), which it binds only later, so two ups at once
+// could pick the same.
+var rootlessUps sync.Mutex
+
+// rootlessParallel lets rootless test t run beside the package's other
+// parallel tests (t.Parallel), after every sequential one. A rootless
+// cluster lives in rootlesskit's namespaces: all it holds on the host is
+// its user, cgroups and ports on 127.0.0.1. Only a test whose user and
+// CIDR are its own, that expects no particular apiserver or registry port
+// (another rootless cluster may hold the default) and publishes no port
+// another test publishes may call it.
+func rootlessParallel(t *testing.T) {
+	t.Helper()
+	t.Parallel()
+}
+
 // addSubIDs grants the user 65536 subordinate uids and gids from a range
 // no other line of /etc/subuid or /etc/subgid uses (from 200000 up), as
 // `usermod --add-subuids` would.
 func (u *rootlessUser) addSubIDs() {
 	u.t.Helper()
+	hostFiles.Lock()
+	defer hostFiles.Unlock()
 	for _, f := range []string{"/etc/subuid", "/etc/subgid"} {
 		start, err := freeSubIDRange(f, 200000, 65536)
 		if err != nil {
@@ -151,24 +189,43 @@ func removeSubIDs(file, name string) error {
 	return os.WriteFile(file, []byte(strings.Join(keep, "")), 0o644)
 }
 
-// openTun lets every user open /dev/net/tun (mode 0666), restoring the
-// mode at the end.
+// tun counts the tests that need /dev/net/tun open to every user: the
+// first makes it so (mode 0666) and the last one to end restores its mode.
+var tun struct {
+	mu    sync.Mutex
+	users int
+	mode  os.FileMode
+	set   bool // the first one changed the mode
+}
+
+// openTun lets every user open /dev/net/tun (mode 0666) while the test
+// runs (see tun).
 func (u *rootlessUser) openTun() {
 	u.t.Helper()
-	st, err := os.Stat("/dev/net/tun")
-	if err != nil {
-		u.t.Skipf("integration test: no /dev/net/tun: %v", err)
+	tun.mu.Lock()
+	defer tun.mu.Unlock()
+	if tun.users == 0 {
+		st, err := os.Stat("/dev/net/tun")
+		if err != nil {
+			u.t.Skipf("integration test: no /dev/net/tun: %v", err)
+		}
+		tun.mode, tun.set = st.Mode().Perm(), false
+		if tun.mode&0o006 != 0o006 {
+			if err := os.Chmod("/dev/net/tun", 0o666); err != nil {
+				u.t.Fatal(err)
+			}
+			tun.set = true
+		}
 	}
-	mode := st.Mode().Perm()
-	if mode&0o006 == 0o006 {
-		return
-	}
-	if err := os.Chmod("/dev/net/tun", 0o666); err != nil {
-		u.t.Fatal(err)
-	}
+	tun.users++
 	u.t.Cleanup(func() {
-		if err := os.Chmod("/dev/net/tun", mode); err != nil {
-			u.t.Errorf("restore mode of /dev/net/tun: %v", err)
+		tun.mu.Lock()
+		defer tun.mu.Unlock()
+		tun.users--
+		if tun.users == 0 && tun.set {
+			if err := os.Chmod("/dev/net/tun", tun.mode); err != nil {
+				u.t.Errorf("restore mode of /dev/net/tun: %v", err)
+			}
 		}
 	})
 }
@@ -280,6 +337,10 @@ func (u *rootlessUser) command(ctx context.Context, argv ...string) *exec.Cmd {
 // exit code.
 func (u *rootlessUser) kubernix(ctx context.Context, args ...string) (string, int) {
 	u.t.Helper()
+	if len(args) > 0 && args[0] == "up" {
+		rootlessUps.Lock()
+		defer rootlessUps.Unlock()
+	}
 	out, err := u.command(ctx, append([]string{filepath.Join(u.binDir, "kubernix")}, args...)...).CombinedOutput()
 	code := 0
 	if err != nil {
@@ -411,6 +472,7 @@ func newRootlessCluster(t *testing.T, userName, name string) *rootlessCluster {
 // kubectl exec, `kubernix down`, and nothing left behind: no process, no
 // cgroup below the delegated subtree, no kubeconfig context, no network.
 func TestRootless(t *testing.T) {
+	rootlessParallel(t)
 	rc := newRootlessCluster(t, "kxrootless", "e2e-rl")
 	u, name, kctx, state := rc.u, rc.name, rc.kctx, rc.state
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"net/netip"
 	"os"
@@ -16,12 +17,21 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/kubernix/kubernix/pkg/host"
 )
 
 // TestMain runs the package's tests, then brings down the clusters they
 // shared (see sharedCluster) and checks that nothing of them is left: a
 // leftover fails the run as a failed test would.
 func TestMain(m *testing.M) {
+	flag.Parse()
+	restore, err := raiseInotifyInstances()
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+		os.Exit(1)
+	}
+	defer restore()
 	code := m.Run()
 	if err := sharedRoot.close(); err != nil {
 		fmt.Fprintf(os.Stderr, "FAIL: shared cluster %s: %v\n", sharedRoot.name, err)
@@ -29,7 +39,46 @@ func TestMain(m *testing.M) {
 			code = 1
 		}
 	}
+	restore()
 	os.Exit(code)
+}
+
+// inotifyInstances is the fs.inotify.max_user_instances the tests' root
+// clusters need at once: each node's kubelet and containerd and each
+// control plane take about 30 inotify instances for two nodes, and the
+// shared cluster, -parallel own ones and a test's second cluster run side
+// by side; the kernel's default, 128, is 4 such clusters, and a kubelet
+// that gets none exits ("Failed to start cAdvisor ... too many open
+// files"). 512 is what kind asks of a host for several clusters.
+const inotifyInstances = 512
+
+// raiseInotifyInstances raises fs.inotify.max_user_instances to
+// inotifyInstances for the run, when it is lower and the run starts
+// clusters (root, not -short), and returns what restores the host's value.
+func raiseInotifyInstances() (restore func(), err error) {
+	const key = "fs.inotify.max_user_instances"
+	nothing := func() {}
+	if testing.Short() || os.Geteuid() != 0 || os.Getenv("KUBERNIX_BIN_DIR") == "" {
+		return nothing, nil
+	}
+	old, err := host.Sysctl(key)
+	if err != nil {
+		return nothing, err
+	}
+	if n, err := strconv.Atoi(old); err != nil || n >= inotifyInstances {
+		return nothing, err
+	}
+	if err := host.SetSysctl(key, strconv.Itoa(inotifyInstances)); err != nil {
+		return nothing, err
+	}
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			if err := host.SetSysctl(key, old); err != nil {
+				fmt.Fprintf(os.Stderr, "restore %s=%s: %v\n", key, old, err)
+			}
+		})
+	}, nil
 }
 
 // sharedRoot is the multi-node root cluster (two nodes, every default
@@ -62,11 +111,15 @@ func (s *shared) nodeNames() []string {
 // starting it first if no test did. Its kubectl and apply act in a
 // namespace of t's own (named after the test), which is deleted, with what
 // t made in it, when t ends. A test that makes cluster-wide objects
-// removes them itself. It skips as newEnv does, and fails t when the
-// cluster could not start.
+// removes them itself, under names of its own. t runs in parallel
+// (t.Parallel) with the other tests on the cluster and the package's other
+// parallel tests: after every sequential one, so never beside one that
+// needs the host alone (hostAlone). It skips as newEnv does, and fails t
+// when the cluster could not start.
 func sharedCluster(t *testing.T) *env {
 	t.Helper()
 	binDir := requireIntegration(t, "start a cluster")
+	t.Parallel()
 	s := sharedRoot
 	s.mu.Lock()
 	if s.env == nil && s.err == nil {
@@ -131,7 +184,10 @@ func (s *shared) start(binDir string) (*env, error) {
 	claims.mu.Unlock()
 	e := &env{
 		binDir: binDir, name: s.name, stateDir: state, cidr: s.cidr,
-		kubeconfig: filepath.Join(kc, "user-kubeconfig"), extra: []string{"--nodes", fmt.Sprint(s.nodes)},
+		kubeconfig: filepath.Join(kc, "user-kubeconfig"),
+		// A registry port of its own, as parallel gives: it starts beside
+		// other parallel tests' clusters.
+		extra:       []string{"--nodes", fmt.Sprint(s.nodes), "--registry-port", strconv.Itoa(int(nextRegistryPort.Add(1)))},
 		netnsBefore: runNetns(),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

@@ -219,6 +219,7 @@ func TestStorage(t *testing.T) {
 // node, a volume in the user's state dir whose file survives the pod's
 // deletion and down and up, and is removed with its PVC.
 func TestStorageRootless(t *testing.T) {
+	rootlessParallel(t)
 	rc := newRootlessCluster(t, "kxstorage", "e2e-rlst")
 	u, name, kctx, state := rc.u, rc.name, rc.kctx, rc.state
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
