@@ -206,10 +206,10 @@ func TestBadInputHost(t *testing.T) {
 		{"etcd peer port", nil, "0.0.0.0:2380", []string{"port 2380 is in use, so etcd (peer) cannot listen on 10.64.0.1: a listener on 0.0.0.0:2380 (pid %d,"}},
 		{"controller-manager port", nil, "0.0.0.0:10257", []string{"port 10257 is in use, so kube-controller-manager cannot listen on 10.64.0.1: a listener on 0.0.0.0:10257 (pid %d,"}},
 		{"scheduler port", nil, "0.0.0.0:10259", []string{"port 10259 is in use, so kube-scheduler cannot listen on 10.64.0.1: a listener on 0.0.0.0:10259 (pid %d,"}},
-		{"kubelet port", processNode, "0.0.0.0:10250", []string{"port 10250 is in use, so kubelet cannot listen on 10.64.0.1: a listener on 0.0.0.0:10250 (pid %d,"}},
-		{"kubelet healthz port", processNode, "0.0.0.0:10248", []string{"port 10248 is in use, so kubelet (healthz) cannot listen on 10.64.0.1"}},
-		{"kube-proxy healthz port", processNode, "0.0.0.0:10256", []string{"port 10256 is in use, so kube-proxy (healthz) cannot listen on 10.64.0.1"}},
-		{"kube-proxy metrics port", processNode, "0.0.0.0:10249", []string{"port 10249 is in use, so kube-proxy (metrics) cannot listen on 10.64.0.1"}},
+		{"kubelet port", processNode, "0.0.0.0:10250", []string{"port 10250 is in use, so kubelet@<node> cannot listen on 10.64.0.1: a listener on 0.0.0.0:10250 (pid %d,"}},
+		{"kubelet healthz port", processNode, "0.0.0.0:10248", []string{"port 10248 is in use, so kubelet@<node> (healthz) cannot listen on 10.64.0.1"}},
+		{"kube-proxy healthz port", processNode, "0.0.0.0:10256", []string{"port 10256 is in use, so kube-proxy@<node> (healthz) cannot listen on 10.64.0.1"}},
+		{"kube-proxy metrics port", processNode, "0.0.0.0:10249", []string{"port 10249 is in use, so kube-proxy@<node> (metrics) cannot listen on 10.64.0.1"}},
 		{"apiserver port", []string{"--apiserver-port", "7443"}, "0.0.0.0:7443", []string{"port 7443 is in use, so kube-apiserver cannot listen on 10.64.0.1: a listener on 0.0.0.0:7443 (pid %d,", "choose another --apiserver-port"}},
 		{"registry port", []string{"--registry-port", "7501"}, "127.0.0.1:7501", []string{"port 7501 is in use, so registry-localhost cannot listen on 127.0.0.1: a listener on 127.0.0.1:7501 (pid %d,", "choose another --registry-port"}},
 		{"dual-stack wildcard", nil, "[::]:2379", []string{"port 2379 is in use, so etcd (client) cannot listen on 10.64.0.1: a listener on [::]:2379"}},
@@ -241,6 +241,7 @@ func TestBadInputHost(t *testing.T) {
 				if strings.Contains(w, "%d") {
 					w = fmt.Sprintf(w, os.Getpid())
 				}
+				w = strings.ReplaceAll(w, "<node>", name+"-node-0")
 				if !strings.Contains(stderr, w) {
 					t.Errorf("stderr does not mention %q:\n%s", w, stderr)
 				}

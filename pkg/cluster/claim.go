@@ -20,10 +20,10 @@ const NamesDir = RunDir + "/names"
 
 func nameFile(name string) string { return filepath.Join(NamesDir, name) }
 
-// CheckName returns an error wrapping ErrTaken and config.ErrInvalid when a
+// checkName returns an error wrapping ErrTaken and config.ErrInvalid when a
 // live cluster of plan's name runs from another state dir. Rootless
 // clusters live in their own namespaces and are not checked.
-func CheckName(plan *Plan) error {
+func checkName(plan *Plan) error {
 	if plan.Rootless {
 		return nil
 	}
@@ -92,11 +92,11 @@ func hostNamespacesHolder() string {
 	return strings.TrimSpace(string(b))
 }
 
-// CheckHostNamespaces returns an error wrapping config.ErrInvalid when
+// checkHostNamespaces returns an error wrapping config.ErrInvalid when
 // plan's node would run in the host's namespaces (process executor) but
 // they are not free: another live cluster holds them, or kube-proxy
 // tables that are not this cluster's exist there. It changes nothing.
-func CheckHostNamespaces(ctx context.Context, plan *Plan) error {
+func checkHostNamespaces(ctx context.Context, plan *Plan) error {
 	if !plan.usesHostNamespaces() {
 		return nil
 	}

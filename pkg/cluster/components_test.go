@@ -1,15 +1,20 @@
 package cluster
 
 import (
+	"context"
 	"github.com/kubernix/kubernix/pkg/addons"
 	"github.com/kubernix/kubernix/pkg/bins"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/node"
+	"net/netip"
+	"net/url"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/kubernix/kubernix/pkg/component"
 	"github.com/kubernix/kubernix/pkg/components/apiserver"
@@ -123,7 +128,7 @@ func TestAddonComponents(t *testing.T) {
 	if plan.NetworkPlan().LoadBalancerCIDR.IsValid() {
 		t.Error("without the loadbalancer addon the host still routes the pool")
 	}
-	if ports := HostPorts(plan.Cfg); slices.ContainsFunc(ports, func(hp HostPort) bool { return hp.Port == plan.Cfg.RegistryPort }) {
+	if ports := hostPorts(t, plan); slices.ContainsFunc(ports, func(hp HostPort) bool { return hp.Port == plan.Cfg.RegistryPort }) {
 		t.Errorf("without the registry addon its port is still checked: %v", ports)
 	}
 }
@@ -134,14 +139,86 @@ func TestCheckAddonImages(t *testing.T) {
 	plan := testPlan(t, 1)
 	plan.ImagesDir = t.TempDir()
 	plan.Cfg.Addons = []string{"coredns"}
-	err := CheckAddonImages(plan)
+	err := checkAddonImages(plan)
 	if err == nil || !strings.Contains(err.Error(), "coredns.tar (addon coredns)") {
-		t.Fatalf("CheckAddonImages without coredns.tar = %v, want it named", err)
+		t.Fatalf("checkAddonImages without coredns.tar = %v, want it named", err)
 	}
 	if err := os.WriteFile(filepath.Join(plan.ImagesDir, "coredns.tar"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckAddonImages(plan); err != nil {
-		t.Errorf("CheckAddonImages with coredns.tar = %v, want nil (metrics-server is not enabled)", err)
+	if err := checkAddonImages(plan); err != nil {
+		t.Errorf("checkAddonImages with coredns.tar = %v, want nil (metrics-server is not enabled)", err)
 	}
 }
+
+// TestDescribedBehaviours: every task a describer makes carries its work
+// (described.live gives a Task), and every component builds into the
+// registry with the behaviours its describer gave it, so a new task
+// without them fails here, not at up.
+func TestDescribedBehaviours(t *testing.T) {
+	for _, plan := range []*Plan{testPlan(t, 2), testPlan(t, 1, config.ExecutorProcess), rootlessPlan(t)} {
+		all, err := describeAll(plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range all {
+			var h components.Hooks
+			if d.live != nil {
+				h = d.live(idleLive{})
+			}
+			if d.Kind == components.KindTask && h.Task == nil {
+				t.Errorf("task %s has nothing to do", d.ID())
+			}
+			if d.Kind == components.KindProcess && d.Probe.HTTPGet == "" && d.Probe.CRI == "" && h.Ready == nil {
+				t.Errorf("process %s has no readiness check", d.ID())
+			}
+		}
+	}
+}
+
+// TestProbedPortsDeclared: a component probed on an address and port of
+// its own (its Probe's or Liveness's HTTPGet) declares that port in
+// Ports, so preflight checks it before up (HostPorts).
+func TestProbedPortsDeclared(t *testing.T) {
+	for _, plan := range []*Plan{testPlan(t, 2), testPlan(t, 1, config.ExecutorProcess), rootlessPlan(t)} {
+		ds, err := Describe(plan)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range ds {
+			if d.Kind != components.KindProcess {
+				continue
+			}
+			for _, p := range []*components.Probe{&d.Probe, d.Liveness} {
+				if p == nil || p.HTTPGet == "" {
+					continue
+				}
+				u, err := url.Parse(p.HTTPGet)
+				if err != nil {
+					t.Fatal(err)
+				}
+				at, err := netip.ParseAddrPort(u.Host)
+				if err != nil {
+					t.Fatalf("%s probes %s: %v", d.ID(), p.HTTPGet, err)
+				}
+				if !slices.ContainsFunc(d.Ports, func(dp components.Port) bool { return dp.IP == at.Addr() && dp.Port == int(at.Port()) }) {
+					t.Errorf("%s is probed on %s but does not declare it in Ports %v", d.ID(), at, d.Ports)
+				}
+			}
+		}
+	}
+}
+
+// idleLive is a Live that does nothing, for building hooks.
+type idleLive struct{}
+
+func (idleLive) ApplyManifest(context.Context, components.Description) error { return nil }
+func (idleLive) WaitAvailable(context.Context, string) error                 { return nil }
+func (idleLive) MakeControllerAccounts(context.Context) error                { return nil }
+func (idleLive) ApplyAdminBindings(context.Context) error                    { return nil }
+func (idleLive) DeleteStaleNodes(context.Context) error                      { return nil }
+func (idleLive) RegisterNode(context.Context, *node.Node) error              { return nil }
+func (idleLive) NodeReady(context.Context, *node.Node, time.Time) error      { return nil }
+func (idleLive) ImportImages(context.Context, *node.Node) error              { return nil }
+func (idleLive) SyncImagesFolder(context.Context, *node.Node) error          { return nil }
+func (idleLive) NodeFailed(*node.Node, error)                                {}

@@ -1,12 +1,15 @@
 package cluster
 
 import (
+	"context"
 	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
+	"time"
 
 	"github.com/kubernix/kubernix/pkg/addons"
 	"github.com/kubernix/kubernix/pkg/bins"
@@ -24,6 +27,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/containerd"
 	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/images"
+	"github.com/kubernix/kubernix/pkg/network"
 	"github.com/kubernix/kubernix/pkg/node"
 	"github.com/kubernix/kubernix/pkg/pki"
 	"github.com/kubernix/kubernix/pkg/rootless"
@@ -37,8 +41,9 @@ const (
 )
 
 // describers build the cluster's components from its plan, in order: the
-// one table up, down, status, logs and `up --dry-run` all read.
-var describers = []func(*Plan) ([]components.Description, error){
+// one table up, down, status, logs and `up --dry-run` all read. Adding a
+// component is its package and an entry here.
+var describers = []func(*Plan) ([]described, error){
 	describeControlPlane,
 	describeNodes,
 	describeCloudController,
@@ -55,7 +60,38 @@ var describers = []func(*Plan) ([]components.Description, error){
 // components' PATH (searchPath) unless it sets its own. It renders files
 // but writes nothing. Errors name the component whose description failed.
 func Describe(plan *Plan) ([]components.Description, error) {
-	var out []components.Description
+	all, err := describeAll(plan)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]components.Description, len(all))
+	for i, d := range all {
+		out[i] = d.Description
+	}
+	return out, nil
+}
+
+// described is a component as its describer made it: the description,
+// and the behaviours it has in the running cluster.
+type described struct {
+	components.Description
+	// live builds its hooks when Up registers it; nil for none. A node's
+	// wrapper is added to them (register).
+	live func(Live) components.Hooks
+}
+
+// plain is ds without behaviours.
+func plain(ds ...components.Description) []described {
+	out := make([]described, len(ds))
+	for i, d := range ds {
+		out[i] = described{Description: d}
+	}
+	return out
+}
+
+// describeAll is Describe with each component's behaviours.
+func describeAll(plan *Plan) ([]described, error) {
+	var out []described
 	for _, describe := range describers {
 		ds, err := describe(plan)
 		if err != nil {
@@ -65,7 +101,7 @@ func Describe(plan *Plan) ([]components.Description, error) {
 	}
 	for i := range out {
 		if out[i].Kind == components.KindProcess {
-			out[i].Command.Args = components.MergeArgs(out[i].Command.Args, plan.extraArgs(out[i]))
+			out[i].Command.Args = components.MergeArgs(out[i].Command.Args, plan.extraArgs(out[i].Description))
 		}
 		out[i].Locate(plan.Paths)
 		if out[i].Kind == components.KindProcess && !setsPath(out[i].Command.Env) {
@@ -109,8 +145,10 @@ func (p *Plan) searchPath() string {
 }
 
 // describeControlPlane describes etcd, the apiserver (and its readiness
-// gate), the controller-manager, the scheduler and the cluster's tasks.
-func describeControlPlane(p *Plan) ([]components.Description, error) {
+// gate), the controller-manager, the scheduler (which first deletes the
+// Nodes a smaller cluster no longer has, before it schedules onto them)
+// and the cluster's tasks.
+func describeControlPlane(p *Plan) ([]described, error) {
 	b := pki.Files(p.PKISpec())
 	scope := config.ControlPlaneScope
 	etcdSpec := etcd.Spec{Binary: p.Bin("etcd"), Name: p.Cfg.Name, DataDir: p.Paths.EtcdData(), IP: p.APIServerIP, PKI: b}
@@ -123,31 +161,38 @@ func describeControlPlane(p *Plan) ([]components.Description, error) {
 	if err != nil {
 		return nil, err
 	}
-	task := func(name, summary string) components.Description {
-		return components.Description{Name: name, Scope: scope, Kind: components.KindTask, Phase: component.Controller,
-			Needs: []string{apiserver.ReadyName}, Summary: summary}
+	task := func(name, summary string, run func(Live, context.Context) error) described {
+		return described{
+			Description: components.Description{Name: name, Scope: scope, Kind: components.KindTask, Phase: component.Controller,
+				Needs: []string{apiserver.ReadyName}, Summary: summary},
+			live: func(l Live) components.Hooks {
+				return components.Hooks{Task: func(ctx context.Context) error { return run(l, ctx) }}
+			},
+		}
 	}
-	out := append([]components.Description{etcd.Describe(etcdSpec)}, api...)
-	return append(out,
+	sched := described{Description: scheduler.Describe(scheduler.Spec{
+		Binary: p.Bin("kube-scheduler"), Kubeconfig: p.Paths.Kubeconfig(scheduler.Name),
+		IP: p.APIServerIP, CAFile: b.CA.Cert, RequestHeaderCAFile: b.FrontProxyCA.Cert, Serving: b.SchedulerServing,
+		FeatureGates: p.Cfg.FeatureGates,
+	}), live: func(l Live) components.Hooks { return components.Hooks{Prepare: l.DeleteStaleNodes} }}
+	out := plain(append([]components.Description{etcd.Describe(etcdSpec)}, api...)...)
+	return append(append(out, plain(
 		controllermanager.Describe(controllermanager.Spec{
 			Binary: p.Bin("kube-controller-manager"), Kubeconfig: p.Paths.Kubeconfig(controllermanager.Name),
 			IP: p.APIServerIP, ClusterCIDR: p.Net.Cluster, NodeMaskSize: p.Net.NodeMaskSize,
 			ServiceCIDR: p.Net.Service, PKI: b, FeatureGates: p.Cfg.FeatureGates,
-		}),
-		scheduler.Describe(scheduler.Spec{
-			Binary: p.Bin("kube-scheduler"), Kubeconfig: p.Paths.Kubeconfig(scheduler.Name),
-			IP: p.APIServerIP, CAFile: b.CA.Cert, RequestHeaderCAFile: b.FrontProxyCA.Cert, Serving: b.SchedulerServing,
-			FeatureGates: p.Cfg.FeatureGates,
-		}),
-		task(controllerAccountsTask, "create the controllers' service accounts in kube-system in advance"),
-		task(clusterAdminsTask, "apply the ClusterRoleBindings "+ClusterAdminsBinding+", "+KubeletAPIAdminBinding+" and "+CloudControllerBinding),
+		}))...),
+		sched,
+		task(controllerAccountsTask, "create the controllers' service accounts in kube-system in advance", Live.MakeControllerAccounts),
+		task(clusterAdminsTask, "apply the ClusterRoleBindings "+ClusterAdminsBinding+", "+KubeletAPIAdminBinding+" and "+CloudControllerBinding,
+			Live.ApplyAdminBindings),
 	), nil
 }
 
 // describeNodes describes each node: its sandbox (if its executor has
 // one), containerd, kubelet and kube-proxy.
-func describeNodes(p *Plan) ([]components.Description, error) {
-	var out []components.Description
+func describeNodes(p *Plan) ([]described, error) {
+	var out []described
 	for _, nd := range p.Nodes {
 		ds, err := p.describeNode(nd)
 		if err != nil {
@@ -158,11 +203,26 @@ func describeNodes(p *Plan) ([]components.Description, error) {
 	return out, nil
 }
 
-func (p *Plan) describeNode(nd *node.Node) ([]components.Description, error) {
-	var out []components.Description
+// describeNode describes nd's components with their behaviours: the
+// sandbox joins the cluster network once it runs; containerd gets the
+// built-in images and the images folder once ready (the folder again
+// after each restart), and a containerd that keeps failing is a failed
+// node (Live.NodeFailed), not a crash loop: the node's pods cannot run,
+// and its kubelet and kube-proxy are stopped rather than left
+// half-alive; kube-proxy registers the Node (addresses, pod CIDR) before
+// it starts, which it waits for, and is ready once it wrote its Service
+// rules, after which node 0's routes the host's traffic to Service IPs
+// (network.RouteServices); the kubelet gets its cgroup before it starts
+// and is ready once the Node is Ready in a status it posted.
+func (p *Plan) describeNode(nd *node.Node) ([]described, error) {
+	var out []described
 	sandbox := ""
 	if sb, ok := nd.Exec.Sandbox(); ok {
-		out = append(out, sb)
+		out = append(out, described{Description: sb, live: func(Live) components.Hooks {
+			return nd.Exec.SandboxHooks(
+				func(pid int) error { return network.AttachNode(p.NetworkPlan(), nd.Index, pid) },
+				func() error { return network.DetachNode(p.Cfg.Name, nd.Index) })
+		}})
 		sandbox = sb.ID()
 	}
 	np := p.Paths.Node(nd.Name)
@@ -193,7 +253,39 @@ func (p *Plan) describeNode(nd *node.Node) ([]components.Description, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(out, ctrd, kl, kp), nil
+	return append(out,
+		described{Description: ctrd, live: func(l Live) components.Hooks {
+			return components.Hooks{
+				AfterReady:   func(ctx context.Context) error { return l.ImportImages(ctx, nd) },
+				AfterRestart: func(ctx context.Context) error { return l.SyncImagesFolder(ctx, nd) },
+				GiveUpAfter:  containerdGiveUpAfter,
+				OnGiveUp:     func(err error) { l.NodeFailed(nd, err) },
+			}
+		}},
+		described{Description: kl, live: func(l Live) components.Hooks {
+			var started atomic.Int64 // Unix seconds of the current kubelet's start
+			return components.Hooks{
+				Prepare: func(context.Context) error {
+					if err := host.EnsureCgroup(p.CgroupRoot(nd)); err != nil {
+						return err
+					}
+					started.Store(time.Now().Unix())
+					return nil
+				},
+				Ready: func(ctx context.Context) error { return l.NodeReady(ctx, nd, time.Unix(started.Load(), 0)) },
+			}
+		}},
+		described{Description: kp, live: func(l Live) components.Hooks {
+			h := components.Hooks{
+				Prepare: func(ctx context.Context) error { return l.RegisterNode(ctx, nd) },
+				Ready:   proxySpec.Synced(),
+			}
+			if nd.Index == 0 {
+				h.AfterReady = func(context.Context) error { return network.RouteServices(p.NetworkPlan()) }
+			}
+			return h
+		}},
+	), nil
 }
 
 // describeAddons describes each addon of the config (addons.Table) that
@@ -205,8 +297,8 @@ func (p *Plan) describeNode(nd *node.Node) ([]components.Description, error) {
 // Ready. The second waits, after everything else that starts before the
 // addons, for the addon's Deployment to be Available: its time is what
 // the addon adds to the boot.
-func describeAddons(p *Plan) ([]components.Description, error) {
-	var out []components.Description
+func describeAddons(p *Plan) ([]described, error) {
+	var out []described
 	scope := config.ControlPlaneScope
 	for _, name := range p.Cfg.Addons {
 		a, ok := addons.Lookup(name)
@@ -223,9 +315,16 @@ func describeAddons(p *Plan) ([]components.Description, error) {
 		apply := components.Description{Name: a.Name + manifestSuffix, Scope: scope, Kind: components.KindTask,
 			Phase: component.Addons, Needs: []string{apiserver.ReadyName}, Manifest: manifest,
 			Summary: "server-side apply the " + a.Name + " manifest (below)" + servingSummary(a.Serving)}
-		out = append(out, apply, components.Description{Name: a.Name, Scope: scope, Kind: components.KindTask,
+		wait := components.Description{Name: a.Name, Scope: scope, Kind: components.KindTask,
 			Phase: component.Addons, Needs: []string{apply.ID()}, AfterEarlierPhases: true, Available: a.Deployment,
-			Summary: "wait until Deployment " + a.Deployment + " is Available with its pods Ready since this up began"})
+			Summary: "wait until Deployment " + a.Deployment + " is Available with its pods Ready since this up began"}
+		out = append(out,
+			described{Description: apply, live: func(l Live) components.Hooks {
+				return components.Hooks{Task: func(ctx context.Context) error { return l.ApplyManifest(ctx, apply) }}
+			}},
+			described{Description: wait, live: func(l Live) components.Hooks {
+				return components.Hooks{Task: func(ctx context.Context) error { return l.WaitAvailable(ctx, wait.Available) }}
+			}})
 	}
 	return out, nil
 }
@@ -243,11 +342,28 @@ func (p *Plan) addonParams() addons.Params {
 // unless --registry-port is 0: read-only on the bridge address, and for
 // pushes on 127.0.0.1 (rootless, that of rootlesskit's namespace, where
 // its port forward from the host's 127.0.0.1 arrives).
-func describeRegistry(p *Plan) ([]components.Description, error) {
+func describeRegistry(p *Plan) ([]described, error) {
 	if p.Cfg.LocalRegistryPort() == 0 {
 		return nil, nil
 	}
-	return registry.Describe(p.RegistrySpec())
+	ds, err := registry.Describe(p.RegistrySpec())
+	if err != nil {
+		return nil, err
+	}
+	out := plain(ds...)
+	for i := range out {
+		if out[i].Name == registry.LocalName {
+			// Its htpasswd file, and the account the owner's tools
+			// log in with.
+			out[i].live = func(Live) components.Hooks {
+				return components.Hooks{Prepare: func(context.Context) error {
+					_, err := registry.EnsureCredentials(p.Paths.RegistryAuth())
+					return err
+				}}
+			}
+		}
+	}
+	return out, nil
 }
 
 // RegistrySpec is the local registry of the plan's cluster.
@@ -371,11 +487,11 @@ func (p *Plan) kubeProxySpec(nd *node.Node) kubeproxy.Spec {
 	}
 }
 
-// CheckAddonImages returns an error naming each built-in image an enabled
+// checkAddonImages returns an error naming each built-in image an enabled
 // addon runs (addons.Addon.Images) whose tarball is missing from the
 // plan's images dir, and how to get it: without it the addon would never
 // become Available and up would wait for nothing.
-func CheckAddonImages(p *Plan) error {
+func checkAddonImages(p *Plan) error {
 	var missing []string
 	for _, name := range p.Cfg.Addons {
 		a, _ := addons.Lookup(name)

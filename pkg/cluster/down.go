@@ -39,7 +39,7 @@ import (
 func Cleanup(ctx context.Context, plan *Plan, log *slog.Logger) error {
 	// The host-wide resources are named after the cluster: never touch
 	// those of a live cluster of the same name in another state dir.
-	if err := CheckName(plan); err != nil {
+	if err := checkName(plan); err != nil {
 		return err
 	}
 	var errs []error

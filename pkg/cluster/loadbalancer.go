@@ -5,7 +5,6 @@ import (
 	"path/filepath"
 
 	"github.com/kubernix/kubernix/pkg/addons"
-	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/components/cloudcontroller"
 )
 
@@ -14,7 +13,7 @@ import (
 // with the identity its RBAC binding (the cluster-admins task) serves.
 // In a rootless cluster it also publishes their ports on the host's
 // 127.0.0.1 through rootlesskit's API socket.
-func describeCloudController(p *Plan) ([]components.Description, error) {
+func describeCloudController(p *Plan) ([]described, error) {
 	if !p.Cfg.HasAddon(addons.LoadBalancer) {
 		return nil, nil
 	}
@@ -29,5 +28,5 @@ func describeCloudController(p *Plan) ([]components.Description, error) {
 	if st, ok := ReadRootless(p.Paths); ok && p.Rootless {
 		spec.RootlesskitAPI = filepath.Join(st.RootlesskitStateDir, "api.sock")
 	}
-	return []components.Description{cloudcontroller.Describe(spec)}, nil
+	return plain(cloudcontroller.Describe(spec)), nil
 }

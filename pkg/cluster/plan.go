@@ -38,6 +38,9 @@ type Plan struct {
 	// Rootless: the cluster runs in rootlesskit's user namespace (a
 	// RootlessState is recorded in the state dir).
 	Rootless bool
+	// prepared is set by Prepare once every check passed: Up starts
+	// nothing else.
+	prepared bool
 	// AuditPolicy is the user's audit policy (Cfg.AuditPolicy) as
 	// CheckComponents read it, which the apiserver runs with: a copy
 	// written to the state dir, so that editing the file changes the

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/kubernix/kubernix/pkg/components"
 	ppcomp "github.com/kubernix/kubernix/pkg/components/portproxy"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/host"
@@ -17,7 +16,7 @@ import (
 // ports), the port proxy that publishes them on the host
 // (pkg/portproxy): as root a userland proxy on the host, rootless
 // through rootlesskit's API socket.
-func describePortProxy(p *Plan) ([]components.Description, error) {
+func describePortProxy(p *Plan) ([]described, error) {
 	forwards := p.Forwards()
 	if len(forwards) == 0 {
 		return nil, nil
@@ -30,7 +29,7 @@ func describePortProxy(p *Plan) ([]components.Description, error) {
 	if st, ok := ReadRootless(p.Paths); ok && p.Rootless {
 		spec.RootlesskitAPI = filepath.Join(st.RootlesskitStateDir, "api.sock")
 	}
-	return []components.Description{ppcomp.Describe(spec)}, nil
+	return plain(ppcomp.Describe(spec)), nil
 }
 
 // Forwards are the ports the plan's nodes publish on the host, in
@@ -47,14 +46,14 @@ func (p *Plan) Forwards() []portproxy.Forward {
 	return out
 }
 
-// CheckPortMappings checks, in the caller's network namespace, that the
+// checkPortMappings checks, in the caller's network namespace, that the
 // host address of every [[nodes]] port mapping is free for its protocol:
 // nothing listens there (TCP) or is bound there (UDP), on that address or
 // a wildcard one, except the processes recorded in cfg's state dir (a
 // port proxy a killed supervisor left, which Up stops first). It returns
 // one error per taken mapping, naming it (nodes[i].ports[j]), its address
 // and who holds it.
-func CheckPortMappings(cfg config.Config) []error {
+func checkPortMappings(cfg config.Config) []error {
 	return mappingProblems(cfg, recordedPIDs(cfg.Paths()))
 }
 

@@ -143,9 +143,7 @@ func TestHostPortsPortProxy(t *testing.T) {
 		if !withPorts {
 			cfg.NodeSpecs = nil
 		}
-		cfg.StateDir = t.TempDir()
-		cfg.Resolve()
-		has := slices.ContainsFunc(HostPorts(cfg), func(hp HostPort) bool {
+		has := slices.ContainsFunc(hostPorts(t, testPlanOf(t, cfg)), func(hp HostPort) bool {
 			return hp.Component == "port-proxy (healthz)" && hp.Port == ppcomp.HealthzPort && hp.IP.String() == "10.61.0.1"
 		})
 		if has != withPorts {

@@ -7,33 +7,24 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kubernix/kubernix/pkg/addons"
-	"github.com/kubernix/kubernix/pkg/components/cloudcontroller"
-	"github.com/kubernix/kubernix/pkg/components/controllermanager"
-	"github.com/kubernix/kubernix/pkg/components/etcd"
-	"github.com/kubernix/kubernix/pkg/components/kubelet"
-	"github.com/kubernix/kubernix/pkg/components/kubeproxy"
-	"github.com/kubernix/kubernix/pkg/components/portproxy"
-	"github.com/kubernix/kubernix/pkg/components/scheduler"
+	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/network"
-	"github.com/kubernix/kubernix/pkg/node"
 	"github.com/kubernix/kubernix/pkg/process"
 )
 
-// Preflight checks, before anything is created, that this host can take
-// the cluster of cfg (resolved and valid), in the network namespace of the
-// caller:
+// preflight checks, before anything is created, that this host can take
+// plan's cluster, in the network namespace of the caller:
 //
 //   - no address or route of the host (network.HostUses: its LAN, a VPN,
 //     another cluster) overlaps the cluster's ranges, which Setup would
 //     refuse later (see network.Setup);
-//   - every fixed TCP port the cluster listens on in this namespace
-//     (HostPorts) is free on its address, and no two of them are the same
-//     (clashProblems);
+//   - every TCP port a component listens on in this namespace (HostPorts,
+//     from the descriptions) is free on its address, and no port a flag
+//     sets is another component's on the same address (clashProblems);
 //   - the host address of every [[nodes]] port mapping is free for its
-//     protocol (CheckPortMappings).
+//     protocol (checkPortMappings).
 //
 // What the cluster itself left behind (its bridge and routes, listeners
 // of the processes recorded in its state dir, e.g. after a killed
@@ -42,25 +33,32 @@ import (
 // The error lists every problem, each naming the flag that fixes it, and
 // wraps config.ErrInvalid (exit 2); it is nil when the host is ready, or
 // wraps the host error that kept a check from running.
-func Preflight(cfg config.Config) error {
-	n, err := cfg.Network()
-	if err != nil {
-		return err
-	}
+func preflight(plan *Plan) error {
+	cfg := plan.Cfg
 	var errs []error
-	netErrs, err := rangeProblems(cfg, n)
+	netErrs, err := rangeProblems(cfg, plan.Net)
 	if err != nil {
 		return fmt.Errorf("check the host's addresses and routes: %w", err)
 	}
 	errs = append(errs, netErrs...)
-	errs = append(errs, clashProblems(HostPorts(cfg))...)
-	ours := recordedPIDs(cfg.Paths())
-	for _, hp := range HostPorts(cfg) {
+	ports, err := HostPorts(plan)
+	if err != nil {
+		return err
+	}
+	errs = append(errs, clashProblems(ports)...)
+	ours := recordedPIDs(plan.Paths)
+	for _, hp := range ports {
 		if err := portProblem(hp, ours); err != nil {
 			errs = append(errs, err)
 		}
 	}
 	errs = append(errs, mappingProblems(cfg, ours)...)
+	return problems(errs)
+}
+
+// problems is nil for no errors, else one wrapping config.ErrInvalid that
+// counts and lists them.
+func problems(errs []error) error {
 	if len(errs) == 0 {
 		return nil
 	}
@@ -136,60 +134,49 @@ func overlapProblems(cfg config.Config, n config.Network, uses []network.HostUse
 	return errs
 }
 
-// HostPort is a fixed TCP port a component of the cluster listens on in
-// the network namespace of the host (or of rootlesskit, in rootless mode).
+// HostPort is a TCP port a component of the cluster listens on in the
+// network namespace of the host (or of rootlesskit, in rootless mode).
 type HostPort struct {
-	// Component listening, e.g. "etcd (client)".
+	// Component listening: its ID, and which of its listeners when it
+	// has several, e.g. "etcd (client)", "kubelet@kx-node-0 (healthz)".
 	Component string
-	// IP it binds: the cluster bridge's host address.
+	// IP it binds, e.g. the cluster bridge's host address.
 	IP netip.Addr
 	// Port number (TCP).
 	Port int
 	// Flag that moves the port, e.g. "--apiserver-port"; "" for a port
-	// fixed by kubernix (the upstream default of the component).
+	// fixed by kubernix (mostly the upstream default of the component).
 	Flag string
 }
 
-// HostPorts lists the ports of cfg's cluster that bind in the caller's
-// network namespace: the control plane's on the bridge address (etcd
-// client and peer, kube-apiserver, kube-controller-manager and
-// kube-scheduler secure ports, the cloud controller's and the port
-// proxy's healthz, the local
-// registry's there and on 127.0.0.1), and with the process
-// executor also the node's kubelet and kube-proxy ports (its node IP is
-// the bridge address);
-// sandboxed nodes bind theirs in their own namespaces. The ports come from
-// the component packages.
-func HostPorts(cfg config.Config) []HostPort {
-	n, err := cfg.Network()
+// HostPorts lists the ports of plan's components (Description.Ports) that
+// bind in the caller's network namespace, in Describe's order: every
+// component's except those of a node process inside a node sandbox with a
+// network namespace of its own (the container executor's). Errors are
+// Describe's.
+func HostPorts(plan *Plan) ([]HostPort, error) {
+	ds, err := Describe(plan)
 	if err != nil {
-		return nil
+		return nil, err
 	}
-	ip := n.BridgeIP()
-	ports := []HostPort{
-		{"etcd (client)", ip, etcd.ClientPort, ""},
-		{"etcd (peer)", ip, etcd.PeerPort, ""},
-		{"kube-apiserver", ip, cfg.APIServerPort, "--apiserver-port"},
-		{"kube-controller-manager", ip, controllermanager.SecurePort, ""},
-		{"kube-scheduler", ip, scheduler.SecurePort, ""},
+	var out []HostPort
+	for _, d := range ds {
+		if nd := plan.nodeByName(d.Scope); nd != nil && d.InSandbox && !nd.Exec.HostNetwork() {
+			continue
+		}
+		for _, p := range d.Ports {
+			out = append(out, HostPort{Component: portName(d, p), IP: p.IP, Port: p.Port, Flag: p.Flag})
+		}
 	}
-	if cfg.HasAddon(addons.LoadBalancer) {
-		ports = append(ports, HostPort{"cloud-controller (healthz)", ip, cloudcontroller.HealthzPort, ""})
+	return out, nil
+}
+
+// portName names listener p of d: its ID, then p's name in parentheses.
+func portName(d components.Description, p components.Port) string {
+	if p.Name == "" {
+		return d.ID()
 	}
-	if hasPortMappings(cfg) {
-		ports = append(ports, HostPort{"port-proxy (healthz)", ip, portproxy.HealthzPort, ""})
-	}
-	_, rootless := ReadRootless(cfg.Paths())
-	ports = append(ports, registryPorts(ip, cfg.LocalRegistryPort())...)
-	if node.HostNetwork(cfg.EffectiveExecutor(rootless)) {
-		ports = append(ports,
-			HostPort{"kubelet", ip, kubelet.Port, ""},
-			HostPort{"kubelet (healthz)", ip, kubelet.HealthzPort, ""},
-			HostPort{"kube-proxy (healthz)", ip, kubeproxy.HealthzPort, ""},
-			HostPort{"kube-proxy (metrics)", ip, kubeproxy.MetricsPort, ""},
-		)
-	}
-	return ports
+	return d.ID() + " (" + p.Name + ")"
 }
 
 // clashProblems returns an error for each port of ports that a port with

@@ -14,31 +14,32 @@ import (
 	"github.com/kubernix/kubernix/pkg/process"
 )
 
+// TestHostPorts: the ports preflight checks are those the descriptions
+// declare, in their order, except a sandboxed node's.
 func TestHostPorts(t *testing.T) {
-	control := []string{"etcd (client):2379", "etcd (peer):2380", "kube-apiserver:7443", "kube-controller-manager:10257", "kube-scheduler:10259", "cloud-controller (healthz):10258"}
-	control = append(control, "registry:5001", "registry-localhost:5001")
-	node := []string{"kubelet:10250", "kubelet (healthz):10248", "kube-proxy (healthz):10256", "kube-proxy (metrics):10249"}
+	control := []string{"etcd (client):2379", "etcd (peer):2380", "kube-apiserver:7443", "kube-controller-manager:10257", "kube-scheduler:10259"}
+	addons := []string{"cloud-controller (healthz):10258", "registry:5001", "registry-localhost:5001"}
+	node := []string{"kubelet@kubernix-node-0:10250", "kubelet@kubernix-node-0 (healthz):10248",
+		"kube-proxy@kubernix-node-0 (healthz):10256", "kube-proxy@kubernix-node-0 (metrics):10249"}
 	tests := []struct {
 		name     string
 		nodes    int
 		executor string
 		want     []string
 	}{
-		{"one node, sandboxed by default", 1, config.ExecutorAuto, control},
-		{"explicit process executor", 1, config.ExecutorProcess, append(slices.Clone(control), node...)},
-		{"sandboxed nodes bind in their own namespaces", 3, config.ExecutorAuto, control},
-		{"one sandboxed node", 1, config.ExecutorContainer, control},
+		{"one node, sandboxed by default", 1, config.ExecutorAuto, append(slices.Clone(control), addons...)},
+		{"explicit process executor", 1, config.ExecutorProcess, slices.Concat(control, node, addons)},
+		{"sandboxed nodes bind in their own namespaces", 3, config.ExecutorAuto, append(slices.Clone(control), addons...)},
+		{"one sandboxed node", 1, config.ExecutorContainer, append(slices.Clone(control), addons...)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := config.Default()
-			cfg.StateDir = t.TempDir()
 			cfg.CIDR = "10.61.0.0/16"
 			cfg.APIServerPort = 7443
 			cfg.Nodes, cfg.Executor = tt.nodes, tt.executor
-			cfg.Resolve()
 			var got []string
-			for _, hp := range HostPorts(cfg) {
+			for _, hp := range hostPorts(t, testPlanOf(t, cfg)) {
 				wantIP := netip.MustParseAddr("10.61.0.1")
 				if hp.Component == "registry-localhost" {
 					wantIP = netip.MustParseAddr("127.0.0.1")
@@ -156,4 +157,14 @@ func TestOverlapProblems(t *testing.T) {
 			}
 		})
 	}
+}
+
+// hostPorts is HostPorts(plan), which must not fail.
+func hostPorts(t *testing.T, plan *Plan) []HostPort {
+	t.Helper()
+	ports, err := HostPorts(plan)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ports
 }

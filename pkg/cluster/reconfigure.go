@@ -103,10 +103,10 @@ func ConfigChanges(cfg config.Config, rootless bool) ([]Change, error) {
 	return changes, nil
 }
 
-// RefuseNewCluster returns nil when up can apply every change to the
+// refuseNewCluster returns nil when up can apply every change to the
 // cluster named name, else an error wrapping config.ErrInvalid naming
 // each change that needs a new cluster and how to get one.
-func RefuseNewCluster(name string, changes []Change) error {
+func refuseNewCluster(name string, changes []Change) error {
 	var errs []error
 	for _, c := range changes {
 		if c.NewCluster != "" {
@@ -121,10 +121,10 @@ func RefuseNewCluster(name string, changes []Change) error {
 		config.Invalid(where, errs), name)
 }
 
-// RunningError is the error up returns for the cluster named name when
+// runningError is the error up returns for the cluster named name when
 // its supervisor (pid) runs: ErrTaken, listing changes, what the
 // config given differs in from the running one's.
-func RunningError(name string, pid int, changes []Change) error {
+func runningError(name string, pid int, changes []Change) error {
 	if len(changes) == 0 {
 		return fmt.Errorf("%w: %s (supervisor pid %d); use another --name, or `kubernix down --name %s`", ErrTaken, name, pid, name)
 	}

@@ -43,7 +43,7 @@ func TestConfigChanges(t *testing.T) {
 		noData   bool
 		edit     func(*config.Config)
 		want     []string
-		refusals []string // keys RefuseNewCluster names
+		refusals []string // keys refuseNewCluster names
 	}{
 		{name: "unchanged", edit: func(*config.Config) {}},
 		{name: "executor auto is the recorded one", edit: func(c *config.Config) { c.Executor = config.ExecutorAuto }},
@@ -100,27 +100,27 @@ func TestConfigChanges(t *testing.T) {
 			if got, want := joinChanges(changes, "\n"), strings.Join(tt.want, "\n"); got != want {
 				t.Errorf("ConfigChanges:\n got %s\nwant %s", got, want)
 			}
-			err = RefuseNewCluster(cfg.Name, changes)
+			err = refuseNewCluster(cfg.Name, changes)
 			if len(tt.refusals) == 0 {
 				if err != nil {
-					t.Errorf("RefuseNewCluster = %v, want nil", err)
+					t.Errorf("refuseNewCluster = %v, want nil", err)
 				}
 				return
 			}
 			if !errors.Is(err, config.ErrInvalid) {
-				t.Fatalf("RefuseNewCluster = %v, want an error wrapping config.ErrInvalid", err)
+				t.Fatalf("refuseNewCluster = %v, want an error wrapping config.ErrInvalid", err)
 			}
 			for _, key := range tt.refusals {
 				if !strings.Contains(err.Error(), "\n"+key+": ") {
-					t.Errorf("RefuseNewCluster does not name %q on a line of its own:\n%v", key, err)
+					t.Errorf("refuseNewCluster does not name %q on a line of its own:\n%v", key, err)
 				}
 			}
 			if !strings.Contains(err.Error(), "`kubernix delete --name kxr-unit` (its state, etcd data included, is lost) then `kubernix up`") {
-				t.Errorf("RefuseNewCluster does not say how to proceed:\n%v", err)
+				t.Errorf("refuseNewCluster does not say how to proceed:\n%v", err)
 			}
 			for _, key := range []string{"node_cidr", "loadbalancer_cidr", "nodes"} {
 				if strings.Contains(err.Error(), "\n"+key+": ") {
-					t.Errorf("RefuseNewCluster names %s, which up applies:\n%v", key, err)
+					t.Errorf("refuseNewCluster names %s, which up applies:\n%v", key, err)
 				}
 			}
 		})
@@ -154,18 +154,18 @@ func TestRunningError(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := RunningError("kx", 42, tt.changes)
+			err := runningError("kx", 42, tt.changes)
 			if !errors.Is(err, ErrTaken) || errors.Is(err, config.ErrInvalid) {
-				t.Fatalf("RunningError = %v, want ErrTaken (and its exit code)", err)
+				t.Fatalf("runningError = %v, want ErrTaken (and its exit code)", err)
 			}
 			for _, w := range tt.want {
 				if !strings.Contains(err.Error(), w) {
-					t.Errorf("RunningError lacks %q:\n%v", w, err)
+					t.Errorf("runningError lacks %q:\n%v", w, err)
 				}
 			}
 			for _, n := range tt.not {
 				if strings.Contains(err.Error(), n) {
-					t.Errorf("RunningError has %q:\n%v", n, err)
+					t.Errorf("runningError has %q:\n%v", n, err)
 				}
 			}
 		})

@@ -3,7 +3,6 @@ package cluster
 import (
 	"errors"
 	"net"
-	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -44,23 +43,34 @@ func TestNextFreePort(t *testing.T) {
 	}
 }
 
-// TestChooseRegistryPortOn: a port taken on the address is refused, naming
-// --registry-port and wrapping config.ErrInvalid; 0 (no registry) is kept.
-func TestChooseRegistryPortOn(t *testing.T) {
+// TestChoosePortsAsUser: rootless, a registry port taken on the host's
+// 127.0.0.1 (where rootlesskit publishes it) is refused, naming
+// --registry-port and wrapping config.ErrInvalid, and the port stays as
+// given; without the registry nothing is checked.
+func TestChoosePortsAsUser(t *testing.T) {
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer ln.Close()
 	port := ln.Addr().(*net.TCPAddr).Port
-	lo := netip.MustParseAddr("127.0.0.1")
-	_, err = ChooseRegistryPortOn(lo, port)
-	if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "port "+strconv.Itoa(port)+" is in use") ||
-		!strings.Contains(err.Error(), "choose another --registry-port") {
-		t.Errorf("ChooseRegistryPortOn(taken %d) = %v, want an ErrInvalid naming the port and --registry-port", port, err)
+	cfg := config.Default()
+	cfg.StateDir = t.TempDir()
+	cfg.CIDR = "10.61.0.0/16"
+	cfg.RegistryPort = port
+	cfg.Resolve()
+	got, notices, errs := choosePorts(cfg, testFacts(), "/IMAGES", AsUser)
+	err = errors.Join(errs...)
+	if len(errs) != 1 || !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "port "+strconv.Itoa(port)+" is in use") ||
+		!strings.Contains(err.Error(), "registry (rootlesskit's port forward) cannot listen on 127.0.0.1") || !strings.Contains(err.Error(), "--registry-port") {
+		t.Errorf("choosePorts(registry on taken %d) = %v, want one ErrInvalid naming the port, the forward and --registry-port", port, err)
 	}
-	if got, err := ChooseRegistryPortOn(lo, 0); got != 0 || err != nil {
-		t.Errorf("ChooseRegistryPortOn(0) = %d, %v; want 0, nil", got, err)
+	if got.RegistryPort != port || len(notices) != 0 {
+		t.Errorf("choosePorts moved the registry port the user chose: %d, notices %q", got.RegistryPort, notices)
+	}
+	cfg.Addons = []string{"coredns"}
+	if got, _, errs := choosePorts(cfg, testFacts(), "/IMAGES", AsUser); len(errs) != 0 || got.RegistryPort != port {
+		t.Errorf("without the registry: port %d, errors %v; want it unchecked", got.RegistryPort, errs)
 	}
 }
 
@@ -79,12 +89,10 @@ func TestClashProblems(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := config.Default()
-			cfg.StateDir = t.TempDir()
 			cfg.CIDR = "10.61.0.0/16"
 			cfg.RegistryPort = tt.registry
-			cfg.Resolve()
 			var got []string
-			for _, err := range clashProblems(HostPorts(cfg)) {
+			for _, err := range clashProblems(hostPorts(t, testPlanOf(t, cfg))) {
 				got = append(got, err.Error())
 			}
 			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {

@@ -39,6 +39,16 @@ func testPlanOf(t *testing.T, cfg config.Config) *Plan {
 	cfg.StateDir = "/STATE"
 	cfg.Resolve()
 	cfg.StateDir = "/STATE"
+	plan, err := NewPlan(cfg, goldenFacts(), "/IMAGES")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return plan
+}
+
+// goldenFacts are the host facts of testPlan: binaries under /BIN, the
+// system's tools in their Debian paths.
+func goldenFacts() doctor.Facts {
 	facts := doctor.Facts{
 		Cgroups: host.Cgroups{Mode: host.CgroupHybrid},
 		Paths:   map[string]string{},
@@ -52,11 +62,7 @@ func testPlanOf(t *testing.T, cfg config.Config) *Plan {
 	facts.Paths["unshare"] = "/usr/bin/unshare"
 	facts.Paths["nsenter"] = "/usr/bin/nsenter"
 	facts.Paths["pause"] = "/BIN/pause"
-	plan, err := NewPlan(cfg, facts, "/IMAGES")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return plan
+	return facts
 }
 
 // TestNodeFilesGolden renders node 0 and node 2 of a 3-node cluster and

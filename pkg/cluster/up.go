@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/netip"
 	"os"
 	"path/filepath"
 	"sort"
@@ -88,27 +87,17 @@ func Running(paths config.Paths) (int, bool) {
 // SupervisorRunDir is the run dir recording the cluster's supervisor.
 func SupervisorRunDir(paths config.Paths) string { return paths.Run(SupervisorScope, SupervisorName) }
 
-// Up brings the cluster up and returns once every node is Ready and the
-// addons are Available. On failure it cleans up everything it did (unless
-// opts.Retain) and returns the error, which names the failing component and
-// carries its log tail.
+// Up brings the cluster of a plan that Prepare checked up, and returns
+// once every node is Ready and the addons are Available. It checks
+// nothing again: the caller holds the state dir's lock (Lock) since
+// Prepare. On failure it cleans up everything it did (unless
+// opts.Retain) and returns the error, which names the failing component
+// and carries its log tail. A plan Prepare did not pass is an error.
 func Up(ctx context.Context, plan *Plan, log *slog.Logger, opts Options) (*Cluster, error) {
+	if !plan.prepared {
+		return nil, errors.New("the plan of cluster " + plan.Cfg.Name + " did not pass Prepare's checks")
+	}
 	c := &Cluster{Plan: plan, Log: log, opts: opts, timings: newTimings(), agents: map[string][]component.Stoppable{}}
-	if pid, ok := Running(plan.Paths); ok {
-		return nil, fmt.Errorf("%w: %s (supervisor pid %d); stop it with `kubernix down --name %s`", ErrTaken, plan.Cfg.Name, pid, plan.Cfg.Name)
-	}
-	if err := CheckName(plan); err != nil {
-		return nil, err
-	}
-	if err := CheckAddonImages(plan); err != nil {
-		return nil, err
-	}
-	if err := Preflight(plan.Cfg); err != nil {
-		return nil, err
-	}
-	if err := CheckHostNamespaces(ctx, plan); err != nil {
-		return nil, err
-	}
 	if err := RemoveLeftovers(ctx, plan, log); err != nil {
 		return nil, err
 	}
@@ -254,53 +243,6 @@ func RemoveLeftovers(ctx context.Context, plan *Plan, log *slog.Logger) error {
 		}
 	}
 	return nil
-}
-
-// checkPort fails, wrapping config.ErrInvalid, when the apiserver port is
-// taken on ip or by a wildcard listener of a process not in ignore (the
-// cluster's own, see recordedPIDs); see ChoosePort for picking another.
-func checkPort(ip netip.Addr, port int, ignore map[int]bool) error {
-	if err := portProblem(HostPort{"kube-apiserver", ip, port, "--apiserver-port"}, ignore); err != nil {
-		return fmt.Errorf("%w: %w", config.ErrInvalid, err)
-	}
-	return nil
-}
-
-// ChoosePort returns the apiserver port for cfg: its own, or, when that is
-// the default and taken, the next free one (the caller says so). An
-// explicitly chosen port that is taken is an error, wrapping config.ErrInvalid.
-// A port held by a process of the cluster itself (left by a killed
-// supervisor; Up stops it) counts as free.
-func ChoosePort(cfg config.Config) (int, error) {
-	n, err := cfg.Network()
-	if err != nil {
-		return 0, err
-	}
-	return choosePort(n.BridgeIP(), cfg.APIServerPort, recordedPIDs(cfg.Paths()))
-}
-
-// ChoosePortOn is ChoosePort for a listener on ip, e.g. the host side
-// (127.0.0.1) of a rootless cluster's port forward.
-func ChoosePortOn(ip netip.Addr, port int) (int, error) { return choosePort(ip, port, nil) }
-
-func choosePort(ip netip.Addr, port int, ignore map[int]bool) (int, error) {
-	return nextFreePort(port, config.DefaultAPIServerPort, func(p int) error { return checkPort(ip, p, ignore) })
-}
-
-// nextFreePort returns port when check passes on it; when it fails and
-// port is def, the first of the 99 ports after it that check passes;
-// else check's error on port.
-func nextFreePort(port, def int, check func(port int) error) (int, error) {
-	err := check(port)
-	if err == nil || port != def {
-		return port, err
-	}
-	for p := port + 1; p < port+100; p++ {
-		if check(p) == nil {
-			return p, nil
-		}
-	}
-	return 0, err
 }
 
 // writeKubeconfigs writes one kubeconfig per client identity.

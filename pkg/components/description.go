@@ -79,6 +79,11 @@ type Description struct {
 	// Liveness, if set, is the check for a running process instead of
 	// Probe: for a process whose readiness also waits for others.
 	Liveness *Probe
+	// Ports are the TCP ports it listens on, in the network namespace it
+	// runs in: the caller's (the host's; rootless, rootlesskit's), or its
+	// node sandbox's when InSandbox and the node has one. Preflight checks
+	// those in the caller's namespace before anything starts.
+	Ports []Port
 	// DrainCRI is the CRI socket (containerd's) through which every pod
 	// and container is removed before the process is stopped, also by a
 	// cleanup after a crash; "" for none.
@@ -90,6 +95,21 @@ type Description struct {
 	// readiness task waits for.
 	Manifest  []byte `json:"-"`
 	Available string
+}
+
+// Port is a TCP port a component listens on.
+type Port struct {
+	// Name says which of the component's listeners it is, e.g. "client"
+	// for etcd's; "" for its only one.
+	Name string
+	// IP is the address it binds.
+	IP netip.Addr
+	// Port is the TCP port, 1-65535.
+	Port int
+	// Flag is the kubernix flag that moves it, e.g. "--apiserver-port";
+	// "" for a port kubernix fixes (most are the upstream component's
+	// default).
+	Flag string
 }
 
 // File is a file a component renders before it starts.

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,13 +15,17 @@ import (
 	"github.com/prometheus/procfs"
 )
 
-// TestFakeComponent builds a kubernix with one more entry in the cluster's
-// component descriptions (pkg/cluster/fake_component.go, build tag
-// kubernix_fake_component: a "fake" process in the control plane and one
-// in each node's sandbox) and shows that every verb handles the new
-// components with no other change: up starts them, status lists them
-// running, logs lists and prints their logs, and down after a SIGKILLed
-// supervisor stops them with the rest, leaving nothing behind.
+// TestFakeComponent builds a kubernix with one more component, added
+// the way a new one is: its package (pkg/components/fake) and one entry
+// in the cluster's describers (pkg/cluster/fake_component.go, build tag
+// kubernix_fake_component): a "fake" process in the control plane with a
+// port on the bridge address, and one in each node's sandbox with a port
+// on its node IP. It shows that every verb handles the new components
+// with no other change: preflight refuses the ports taken (a node's is
+// checked on the host with the process executor), up --dry-run shows
+// them, up starts them serving there, status lists them running, logs
+// lists and prints their logs, and down after a SIGKILLed supervisor
+// stops them with the rest, leaving nothing behind.
 func TestFakeComponent(t *testing.T) {
 	e := newEnv(t, "fake-e2e", "10.108.0.0/16", "--nodes", "2")
 	e.parallel()
@@ -30,6 +35,30 @@ func TestFakeComponent(t *testing.T) {
 	e.downOnCleanup()
 	nodes := []string{"fake-e2e-node-0", "fake-e2e-node-1"}
 
+	for _, tt := range []struct {
+		args []string
+		port int
+		want string
+	}{
+		{nil, 10271, "port 10271 is in use, so fake (healthz) cannot listen on 10.108.0.1"},
+		{[]string{"--nodes", "1", "--executor", "process"}, 10270, "port 10270 is in use, so fake@fake-e2e-node-0 (healthz) cannot listen on 10.108.0.1"},
+	} {
+		ln, err := net.Listen("tcp4", fmt.Sprintf("0.0.0.0:%d", tt.port))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, mode := range []string{"--detach", "--dry-run"} {
+			e.upRefused(ctx, t, append([]string{mode}, tt.args...), tt.want)
+		}
+		ln.Close()
+	}
+	plan := e.mustKubernix(ctx, "up", "--dry-run")
+	for _, want := range []string{"== fake\n", "port-proxy --healthz=10.108.0.1:10271", "== fake@" + nodes[0] + "\n", "== fake@" + nodes[1] + "\n", ":10270\n"} {
+		if !strings.Contains(plan, want) {
+			t.Errorf("up --dry-run does not show %q:\n%s", want, plan)
+		}
+	}
+
 	e.mustKubernix(ctx, "up", "--detach")
 	pids := map[string]int{}
 	for _, scope := range append([]string{"control-plane"}, nodes...) {
@@ -38,6 +67,16 @@ func TestFakeComponent(t *testing.T) {
 			t.Fatalf("fake component of %s (pid %d) is not running: %v", scope, pid, err)
 		}
 		pids[scope] = pid
+	}
+	urls := map[string]string{}
+	for scope, pid := range pids {
+		urls[scope] = healthzURL(t, pid)
+		if _, err := httpGet(ctx, urls[scope]); err != nil {
+			t.Errorf("fake component of %s does not serve on its port: %v", scope, err)
+		}
+	}
+	if !strings.HasPrefix(urls["control-plane"], "http://10.108.0.1:10271/") {
+		t.Errorf("the control plane's fake serves on %s, want the bridge address and port 10271", urls["control-plane"])
 	}
 
 	status := e.mustKubernix(ctx, "status")
@@ -65,7 +104,7 @@ func TestFakeComponent(t *testing.T) {
 	}
 	for _, args := range [][]string{{"fake"}, {"fake", "--node", "1"}, {"fake@" + nodes[0]}} {
 		out := e.mustKubernix(ctx, "logs", args...)
-		if !strings.Contains(out, "--- kubernix: starting") || !strings.Contains(out, "/fake") {
+		if !strings.Contains(out, "--- kubernix: starting") || !strings.Contains(out, "port-proxy --healthz=") {
 			t.Errorf("logs %v does not print the fake component's log:\n%s", args, out)
 		}
 	}
@@ -82,9 +121,35 @@ func TestFakeComponent(t *testing.T) {
 			t.Errorf("down after SIGKILL left the fake component of %s (pid %d) running", scope, pid)
 		}
 	}
+	for scope, url := range urls {
+		if _, err := httpGet(ctx, url); err == nil {
+			t.Errorf("down after SIGKILL left the fake component of %s serving on %s", scope, url)
+		}
+	}
 	if left := e.leftovers(nodes, false); len(left) > 0 {
 		t.Fatalf("down after SIGKILL left:\n%s", strings.Join(left, "\n"))
 	}
+}
+
+// healthzURL is the /healthz URL a fake component (the port proxy)
+// serves, from its command line's --healthz.
+func healthzURL(t *testing.T, pid int) string {
+	t.Helper()
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args, err := p.CmdLine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range args {
+		if addr, ok := strings.CutPrefix(a, "--healthz="); ok {
+			return "http://" + addr + "/healthz"
+		}
+	}
+	t.Fatalf("pid %d has no --healthz: %q", pid, args)
+	return ""
 }
 
 // fakeBinDir returns a bin dir holding a kubernix built with the

@@ -1,7 +1,6 @@
 package common
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"os"
@@ -101,61 +100,14 @@ func findByName(inv cluster.Inventory, name, def string) (string, error) {
 		config.ErrInvalid, name, len(found), strings.Join(found, " and "))
 }
 
-// Plan builds the cluster plan of cfg. With check (up), it runs the
-// doctor's checks for the binary paths and host facts, and failed checks
-// are an error; without (down, status, logs), the plan only locates the
-// cluster's state and binaries (doctor.Locate) and starts nothing.
-func Plan(ctx context.Context, cfg config.Config, check bool) (*cluster.Plan, doctor.Report, error) {
+// Plan builds the plan of cfg's existing cluster, for the verbs that act
+// on it (down, status, logs, config validate, kubeconfig): it locates the
+// cluster's state and binaries (doctor.Locate) and checks nothing; up's
+// plan is cluster.Prepare's.
+func Plan(cfg config.Config) (*cluster.Plan, error) {
 	finder := bins.NewFinder(cfg.BinDir, cfg.BundleDir)
-	if !check {
-		imagesDir, _ := finder.ImagesDir()
-		plan, err := cluster.NewPlan(cfg, doctor.Locate(finder, cfg.CNIDir), imagesDir)
-		return plan, nil, err
-	}
-	report, facts, err := Check(ctx, cfg)
-	if err != nil {
-		return nil, report, err
-	}
-	imagesDir, err := finder.ImagesDir()
-	if err != nil {
-		return nil, report, err
-	}
-	plan, err := cluster.NewPlan(cfg, facts, imagesDir)
-	return plan, report, err
-}
-
-// CheckedPlan is Plan with the doctor's checks, for up: a failed check's
-// report is printed to the error stream, and the error returned. Then the
-// components check the config themselves (cluster.CheckComponents).
-func (e *Env) CheckedPlan(ctx context.Context, cfg config.Config) (*cluster.Plan, error) {
-	plan, report, err := Plan(ctx, cfg, true)
-	if err != nil && report != nil {
-		report.Failures().Print(e.Streams.Err)
-	}
-	if err == nil {
-		err = cluster.CheckComponents(ctx, plan)
-	}
-	return plan, err
-}
-
-// Check runs the doctor's checks for cfg (see doctor.Check: which ones
-// depends on who runs them). Failed checks are an error naming each.
-func Check(ctx context.Context, cfg config.Config) (doctor.Report, doctor.Facts, error) {
-	finder := bins.NewFinder(cfg.BinDir, cfg.BundleDir)
-	report, facts := doctor.Check(ctx, finder, doctor.Options{CNIDir: cfg.CNIDir, CgroupParent: cfg.CgroupParent})
-	if report.Failed() {
-		var failed []string
-		for _, f := range report.Failures() {
-			failed = append(failed, f.Name+": "+f.Detail)
-		}
-		what := "a cluster"
-		if facts.Mode == doctor.ModeRootless {
-			what = "a rootless cluster"
-		}
-		return report, facts, fmt.Errorf("the host is not ready for %s (`kubernix doctor` shows how to fix it):\n  %s",
-			what, strings.Join(failed, "\n  "))
-	}
-	return report, facts, nil
+	imagesDir, _ := finder.ImagesDir()
+	return cluster.NewPlan(cfg, doctor.Locate(finder, cfg.CNIDir), imagesDir)
 }
 
 // BinDir is the directory of the bundled kubectl and crictl, "" if not found.

@@ -92,7 +92,7 @@ and exits 0, or lists every problem and exits 2. It changes nothing.`,
 			if err := cfg.Validate(); err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
-			plan, _, err := common.Plan(cmd.Context(), cfg, false)
+			plan, err := common.Plan(cfg)
 			if err == nil {
 				err = cluster.CheckComponents(cmd.Context(), plan)
 			}

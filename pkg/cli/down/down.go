@@ -113,7 +113,7 @@ func Down(ctx context.Context, env *common.Env, cfg config.Config, timeout time.
 			return ctx.Err()
 		}
 	}
-	plan, _, err := common.Plan(ctx, cfg, false)
+	plan, err := common.Plan(cfg)
 	if err != nil {
 		return err
 	}

@@ -40,7 +40,7 @@ the host's is rootlesskit's port forward on 127.0.0.1).`,
 			if err != nil {
 				return err
 			}
-			plan, _, err := common.Plan(cmd.Context(), cfg, false)
+			plan, err := common.Plan(cfg)
 			if err != nil {
 				return err
 			}

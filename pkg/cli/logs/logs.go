@@ -115,7 +115,7 @@ type clusterLog struct {
 // describes, in start order, then the apiserver's audit log and the
 // supervisor's.
 func clusterLogs(ctx context.Context, cfg config.Config) ([]clusterLog, error) {
-	plan, _, err := common.Plan(ctx, cfg, false)
+	plan, err := common.Plan(cfg)
 	if err != nil {
 		return nil, err
 	}

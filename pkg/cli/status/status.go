@@ -90,7 +90,7 @@ func NewCommand(env *common.Env) *cobra.Command {
 // Status.
 func collect(ctx context.Context, cfg config.Config, now time.Time) (Status, error) {
 	p := cfg.Paths()
-	plan, _, err := common.Plan(ctx, cfg, false)
+	plan, err := common.Plan(cfg)
 	if err != nil {
 		return Status{}, err
 	}

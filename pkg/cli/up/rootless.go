@@ -24,13 +24,8 @@ import (
 	"github.com/kubernix/kubernix/pkg/rootless"
 )
 
-// hostLoopback is where a rootless cluster's apiserver is published on the
-// host.
-var hostLoopback = netip.MustParseAddr("127.0.0.1")
-
-// runRootless is `kubernix up` as an ordinary user. It checks the rootless
-// prerequisites (failing before anything starts), records the cluster as
-// rootless, and starts `kubernix up --rootless-child` under rootlesskit,
+// runRootless is `kubernix up` as an ordinary user, for a plan Prepare
+// checked (AsUser). It records the cluster as rootless, and starts `kubernix up --rootless-child` under rootlesskit,
 // which runs the whole cluster in its namespaces. The kubernix inside is
 // the supervisor (run/supervisor/kubernix records it: with no PID
 // namespace its PID is the host's) and reports through a FIFO. With
@@ -40,12 +35,10 @@ var hostLoopback = netip.MustParseAddr("127.0.0.1")
 // shell and then does the same. The state dir's lock, taken before
 // anything here changes, is handed on to the supervisor as rootlesskit's
 // stdin.
-func runRootless(ctx context.Context, env *common.Env, cfg config.Config, f *flags, lock *cluster.StateLock) error {
+func runRootless(ctx context.Context, env *common.Env, plan *cluster.Plan, f *flags, lock *cluster.StateLock) error {
+	cfg := plan.Cfg
 	paths := cfg.Paths()
-	if pid, ok := cluster.Running(paths); ok {
-		return refuseRunning(cfg, pid, true)
-	}
-	kit, err := prepareRootless(ctx, env, &cfg)
+	kit, err := recordRootless(env, plan)
 	if err != nil {
 		return err
 	}
@@ -95,45 +88,15 @@ func runRootless(ctx context.Context, env *common.Env, cfg config.Config, f *fla
 	return superviseRootless(ctx, env, cfg, f.detach, sup, logPath)
 }
 
-// prepareRootless checks the host for a rootless cluster of cfg and records
-// the cluster as rootless. It sets cfg's apiserver and registry ports (free
-// on the host's loopback) and cgroup parent (the delegated one), and returns
-// rootlesskit's invocation, all but Argv.
-func prepareRootless(ctx context.Context, env *common.Env, cfg *config.Config) (rootless.Kit, error) {
-	report, facts, err := common.Check(ctx, *cfg)
-	if err != nil {
-		report.Failures().Print(env.Streams.Err)
-		return rootless.Kit{}, err
-	}
-	port, err := cluster.ChoosePortOn(hostLoopback, cfg.APIServerPort)
-	if err != nil {
-		return rootless.Kit{}, err
-	}
-	if port != cfg.APIServerPort {
-		common.Fprintf(env.Streams.Err, "apiserver port %d is in use on %s; using %d\n", cfg.APIServerPort, hostLoopback, port)
-		cfg.APIServerPort = port
-	}
-	if port, err := cluster.ChooseRegistryPortOn(hostLoopback, cfg.LocalRegistryPort()); err != nil {
-		return rootless.Kit{}, err
-	} else if port != cfg.LocalRegistryPort() {
-		common.Fprintf(env.Streams.Err, "registry port %d is in use on %s; using %d\n", cfg.RegistryPort, hostLoopback, port)
-		cfg.RegistryPort = port
-	}
-	if errs := cluster.CheckPortMappings(*cfg); len(errs) > 0 { // on the host, outside rootlesskit
-		return rootless.Kit{}, fmt.Errorf("%w:\n%w", config.ErrInvalid, errors.Join(errs...))
-	}
-	cfg.CgroupParent = facts.CgroupParent
-	if err := checkChanges(env, *cfg, true); err != nil {
-		return rootless.Kit{}, err
-	}
+// recordRootless records plan's cluster as rootless (its cgroup parent
+// the delegated one, its ports free on the host's loopback: Prepare
+// chose them), and returns rootlesskit's invocation, all but Argv.
+func recordRootless(env *common.Env, plan *cluster.Plan) (rootless.Kit, error) {
+	cfg, facts, port := &plan.Cfg, plan.Facts, plan.Cfg.APIServerPort
 	if changed, err := rootless.FillCpuset(cfg.CgroupParent); err != nil {
 		return rootless.Kit{}, fmt.Errorf("cgroup %s: %w", cfg.CgroupParent, err)
 	} else if changed {
 		env.Logger(*cfg).Info("gave the delegated cpuset cgroup its parent's CPUs and memory nodes", "cgroup", cfg.CgroupParent)
-	}
-	n, err := cfg.Network()
-	if err != nil {
-		return rootless.Kit{}, err
 	}
 	paths := cfg.Paths()
 	if err := paths.MakeState(); err != nil {
@@ -146,13 +109,13 @@ func prepareRootless(ctx context.Context, env *common.Env, cfg *config.Config) (
 	if err := os.MkdirAll(filepath.Dir(kitDir), 0o700); err != nil {
 		return rootless.Kit{}, err
 	}
-	err = cluster.WriteRootless(paths, cluster.RootlessState{
+	err := cluster.WriteRootless(paths, cluster.RootlessState{
 		UID: os.Getuid(), RootlesskitStateDir: kitDir,
-		HostAPIServer: netip.AddrPortFrom(hostLoopback, uint16(port)),
+		HostAPIServer: netip.AddrPortFrom(cluster.HostLoopback, uint16(port)),
 	})
 	return rootless.Kit{
 		Rootlesskit: facts.Paths["rootlesskit"], Slirp4netns: facts.Paths["slirp4netns"], StateDir: kitDir,
-		HostIP: hostLoopback, HostPort: port, ChildIP: n.BridgeIP(), ChildPort: port,
+		HostIP: cluster.HostLoopback, HostPort: port, ChildIP: plan.APIServerIP, ChildPort: port,
 		LoopbackPorts: loopbackPorts(cfg),
 	}, err
 }
@@ -293,12 +256,9 @@ func runRootlessChild(ctx context.Context, env *common.Env, cfg config.Config, f
 	if err := rootless.PrepareMounts(host.InUserNamespace()); err != nil {
 		return err
 	}
-	plan, err := env.CheckedPlan(ctx, cfg)
+	plan, err := prepare(ctx, env, cfg, cluster.PrepareOptions{Mode: cluster.InRootlesskit})
 	if err != nil {
 		return err
-	}
-	if !plan.Rootless {
-		return fmt.Errorf("%s is missing: --rootless-child is started by `kubernix up` as an ordinary user", cluster.RootlessFile(plan.Paths))
 	}
 	return supervise(ctx, env, cfg, f, plan, notify)
 }

@@ -130,68 +130,17 @@ func runUp(ctx context.Context, env *common.Env, f *flags, notify *notifier) err
 		defer lock.Close()
 		return runRootlessChild(ctx, env, cfg, f, notify)
 	}
+	mode := cluster.AsRoot
 	switch doctor.DetectMode() {
 	case doctor.ModeRootless:
-		if err := cluster.CheckRootless(cfg); err != nil {
-			return err
-		}
-		if err := refuseRunningChanged(cfg); err != nil {
-			return err
-		}
-		lock, err := lockState()
-		if err != nil {
-			return err
-		}
-		defer lock.Close()
-		return runRootless(ctx, env, cfg, f, lock)
+		mode = cluster.AsUser
 	case doctor.ModeRootlessChild:
 		return errors.New("kubernix up runs as root, or as an ordinary user (it then starts rootlesskit itself), not as root of a user namespace")
 	}
-	return runAsRoot(ctx, env, cfg, f, notify, lockState)
-}
-
-// runAsRoot is `kubernix up` as root: it checks the input and the host,
-// takes the state dir's lock (lockState), and supervises the cluster here
-// or in a detached supervisor.
-func runAsRoot(ctx context.Context, env *common.Env, cfg config.Config, f *flags, notify *notifier, lockState func() (*cluster.StateLock, error)) error {
-	if pid, ok := cluster.Running(cfg.Paths()); ok {
-		return refuseRunning(cfg, pid, false)
-	}
-	// A port held by what a killed run left (its apiserver, say) counts
-	// as free: Up removes those leftovers before it starts anything.
-	port, err := cluster.ChoosePort(cfg)
+	// Every check, read-only, before the lock (which makes the state
+	// dir): bad input leaves nothing behind.
+	plan, err := prepare(ctx, env, cfg, cluster.PrepareOptions{Mode: mode})
 	if err != nil {
-		return err
-	}
-	if port != cfg.APIServerPort {
-		common.Fprintf(env.Streams.Err, "apiserver port %d is in use; using %d\n", cfg.APIServerPort, port)
-		cfg.APIServerPort = port
-	}
-	if port, err = cluster.ChooseRegistryPort(cfg); err != nil {
-		return err
-	} else if port != cfg.LocalRegistryPort() {
-		common.Fprintf(env.Streams.Err, "registry port %d is in use; using %d\n", cfg.RegistryPort, port)
-		cfg.RegistryPort = port
-		// The settings again, with the port taken: a mirror of
-		// localhost:<that port> is refused before anything is made.
-		if err := cfg.Validate(); err != nil {
-			return err
-		}
-	}
-	if err := checkChanges(env, cfg, false); err != nil {
-		return err
-	}
-	if err := cluster.Preflight(cfg); err != nil {
-		return err
-	}
-	plan, err := env.CheckedPlan(ctx, cfg)
-	if err != nil {
-		return err
-	}
-	if err := cluster.CheckName(plan); err != nil {
-		return err
-	}
-	if err := cluster.CheckHostNamespaces(ctx, plan); err != nil {
 		return err
 	}
 	lock, err := lockState()
@@ -199,13 +148,37 @@ func runAsRoot(ctx context.Context, env *common.Env, cfg config.Config, f *flags
 		return err
 	}
 	defer lock.Close()
+	if mode == cluster.AsUser {
+		return runRootless(ctx, env, plan, f, lock)
+	}
 	if err := cluster.ClearRootless(cfg.Paths()); err != nil {
 		return err
 	}
 	if f.detach {
-		return detach(ctx, env, cfg, f, lock)
+		return detach(ctx, env, plan.Cfg, f, lock)
 	}
-	return supervise(ctx, env, cfg, f, plan, notify)
+	return supervise(ctx, env, plan.Cfg, f, plan, notify)
+}
+
+// prepare is cluster.Prepare for up: it prints what Prepare chose and the
+// doctor's failures to the error stream, and the changes up applies to
+// the output, and returns the checked plan.
+func prepare(ctx context.Context, env *common.Env, cfg config.Config, opts cluster.PrepareOptions) (*cluster.Plan, error) {
+	pr, err := cluster.Prepare(ctx, cfg, opts)
+	if pr == nil {
+		return nil, err
+	}
+	for _, n := range pr.Notices {
+		common.Fprintf(env.Streams.Err, "%s\n", n)
+	}
+	if pr.Report.Failed() {
+		pr.Report.Failures().Print(env.Streams.Err)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cluster.WriteChanges(env.Streams.Out, cfg.Name, pr.Changes)
+	return pr.Plan, nil
 }
 
 // supervise brings the planned cluster up, reports progress and readiness

@@ -79,6 +79,9 @@ func (s Spec) URL() string {
 	return "https://" + netip.AddrPortFrom(s.IP, uint16(s.Port)).String()
 }
 
+// PortFlag is the kubernix flag that sets the apiserver's secure port.
+const PortFlag = "--apiserver-port"
+
 // Describe returns the apiserver, which needs only etcd and is ready
 // once it serves (/livez/ping), and the ReadyName gate (/readyz). Both
 // probe as the super-admin: before RBAC has its bootstrap policy only
@@ -99,6 +102,7 @@ func Describe(s Spec) ([]components.Description, error) {
 		Name: Name, Scope: config.ControlPlaneScope, Kind: components.KindProcess, Phase: component.ControlPlane,
 		Needs: []string{etcd.Name}, Binary: Name, Command: Command(s),
 		Files: []components.File{{Path: s.AuditPolicyFile, Content: policy}},
+		Ports: []components.Port{{IP: s.IP, Port: s.Port, Flag: PortFlag}},
 		Probe: probe("/livez/ping"),
 	}, {
 		Name: ReadyName, Scope: config.ControlPlaneScope, Kind: components.KindGate, Phase: component.ControlPlane,

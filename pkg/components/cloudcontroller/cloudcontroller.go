@@ -56,6 +56,7 @@ func Describe(s Spec) components.Description {
 	return components.Description{
 		Name: Name, Scope: config.ControlPlaneScope, Kind: components.KindProcess, Phase: component.Controller,
 		Needs: append([]string{apiserver.ReadyName}, s.After...), Binary: components.SelfBinary, Command: Command(s),
+		Ports: []components.Port{{Name: "healthz", IP: s.IP, Port: HealthzPort}},
 		Probe: components.Probe{HTTPGet: s.HealthURL()},
 	}
 }

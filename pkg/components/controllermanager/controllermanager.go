@@ -48,6 +48,7 @@ func Describe(s Spec) components.Description {
 	return components.Description{
 		Name: Name, Scope: config.ControlPlaneScope, Kind: components.KindProcess, Phase: component.Controller,
 		Needs: []string{apiserver.Name}, Binary: Name, Command: Command(s),
+		Ports: []components.Port{{IP: s.IP, Port: SecurePort}},
 		Probe: components.Probe{HTTPGet: s.HealthURL(), CAFile: s.PKI.CA.Cert},
 	}
 }

@@ -49,6 +49,7 @@ func Describe(s Spec) components.Description {
 	return components.Description{
 		Name: Name, Scope: config.ControlPlaneScope, Kind: components.KindProcess, Phase: component.Infrastructure,
 		Binary: Name, Command: Command(s),
+		Ports: []components.Port{{Name: "client", IP: s.IP, Port: ClientPort}, {Name: "peer", IP: s.IP, Port: PeerPort}},
 		Probe: components.Probe{HTTPGet: s.ClientURL() + "/health", CAFile: s.PKI.EtcdCA.Cert, Client: s.PKI.APIServerEtcdClient},
 	}
 }

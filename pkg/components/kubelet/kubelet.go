@@ -194,6 +194,7 @@ func Describe(s Spec) (components.Description, error) {
 		Binary: Name, Command: Command(s), InSandbox: true,
 		Files: []components.File{{Path: s.ConfigFile, Content: b}},
 		Dirs:  []string{s.RootDir, s.PodLogsDir},
+		Ports: []components.Port{{IP: s.NodeIP, Port: Port}, {Name: "healthz", IP: s.NodeIP, Port: HealthzPort}},
 		Probe: ready, Liveness: &health,
 	}, nil
 }

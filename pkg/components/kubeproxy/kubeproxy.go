@@ -119,6 +119,7 @@ func Describe(s Spec) (components.Description, error) {
 			{Path: filepath.Join(s.ToolDir, "nft"), Link: s.NFT},
 			{Path: s.ConfigFile, Content: b},
 		},
+		Ports: []components.Port{{Name: "healthz", IP: s.NodeIP, Port: HealthzPort}, {Name: "metrics", IP: s.NodeIP, Port: MetricsPort}},
 		Probe: components.Probe{HTTPGet: s.HealthURL(),
 			Then: "its Service rules written once (a last update in /healthz's status), after the Node " + s.NodeName + " is registered with its addresses and pod CIDR"},
 	}, nil

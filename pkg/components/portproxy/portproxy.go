@@ -53,6 +53,7 @@ func Describe(s Spec) components.Description {
 	return components.Description{
 		Name: Name, Scope: config.ControlPlaneScope, Kind: components.KindProcess, Phase: component.Infrastructure,
 		Binary: components.SelfBinary, Command: Command(s), Probe: components.Probe{HTTPGet: s.HealthURL()},
+		Ports:   []components.Port{{Name: "healthz", IP: s.IP, Port: HealthzPort}},
 		Summary: "publish on the host " + strings.Join(lines, ", "),
 	}
 }

@@ -53,6 +53,9 @@ const (
 	LocalName = "registry-localhost"
 )
 
+// PortFlag is the kubernix flag that sets the registry's port.
+const PortFlag = "--registry-port"
+
 // DefaultPort is the registry's default TCP port, the one kind's local
 // registry guide uses.
 const DefaultPort = config.DefaultRegistryPort
@@ -135,16 +138,17 @@ func Describe(s Spec) ([]components.Description, error) {
 	if err != nil {
 		return nil, err
 	}
-	describe := func(name, configFile, probe string, cfg []byte) components.Description {
+	describe := func(name, configFile string, ip netip.Addr, probe string, cfg []byte) components.Description {
 		return components.Description{
 			Name: name, Scope: config.ControlPlaneScope, Kind: components.KindProcess, Phase: component.Infrastructure,
 			Binary: Name, Command: process.Command{Path: s.Binary, Args: []string{"serve", configFile}},
-			Probe: components.Probe{HTTPGet: probe},
+			Ports: []components.Port{{IP: ip, Port: s.Port, Flag: PortFlag}},
+			Probe: components.Probe{HTTPGet: s.URL(ip) + probe},
 			Files: []components.File{{Path: configFile, Content: cfg}},
 			Dirs:  []string{s.StorageDir},
 		}
 	}
-	bridge := describe(Name, s.ConfigFile, s.URL(s.IP)+"/v2/", bridgeCfg)
+	bridge := describe(Name, s.ConfigFile, s.IP, "/v2/", bridgeCfg)
 	bridge.Files = append(bridge.Files, components.File{Path: s.HostsFile(), Content: hosts})
 	for _, m := range s.Mirrors {
 		b, err := MirrorHostsTOML(s, m)
@@ -153,7 +157,7 @@ func Describe(s Spec) ([]components.Description, error) {
 		}
 		bridge.Files = append(bridge.Files, components.File{Path: s.MirrorHostsFile(m), Content: b})
 	}
-	local := describe(LocalName, s.LocalConfigFile, s.URL(s.LocalIP)+"/", localCfg)
+	local := describe(LocalName, s.LocalConfigFile, s.LocalIP, "/", localCfg)
 	return []components.Description{bridge, local}, nil
 }
 

@@ -46,6 +46,7 @@ func Describe(s Spec) components.Description {
 	return components.Description{
 		Name: Name, Scope: config.ControlPlaneScope, Kind: components.KindProcess, Phase: component.Controller,
 		Needs: []string{apiserver.ReadyName}, Binary: Name, Command: Command(s),
+		Ports: []components.Port{{IP: s.IP, Port: SecurePort}},
 		Probe: components.Probe{HTTPGet: s.HealthURL(), CAFile: s.CAFile},
 	}
 }

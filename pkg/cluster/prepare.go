@@ -1,0 +1,341 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"net/netip"
+	"os"
+	"strings"
+
+	"github.com/kubernix/kubernix/pkg/bins"
+	"github.com/kubernix/kubernix/pkg/components/apiserver"
+	"github.com/kubernix/kubernix/pkg/components/registry"
+	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/doctor"
+	"github.com/kubernix/kubernix/pkg/rootless"
+)
+
+// Mode says where the cluster that Prepare plans is to run, and so what
+// it checks.
+type Mode int
+
+const (
+	// AsRoot: `up` as root, the cluster in the host's namespaces.
+	AsRoot Mode = iota
+	// AsUser: `up` as an ordinary user, before it starts rootlesskit:
+	// the ports are checked where rootlesskit publishes them, on the
+	// host's 127.0.0.1, and the cgroup parent is the user's delegated
+	// one. The cluster's own ranges and listeners are checked inside
+	// rootlesskit (InRootlesskit).
+	AsUser
+	// InRootlesskit: the supervisor inside rootlesskit's namespaces (`up
+	// --rootless-child`), from the settings AsUser prepared; the
+	// cluster's RootlessState must be recorded.
+	InRootlesskit
+)
+
+// HostLoopback is where a rootless cluster's apiserver and registry are
+// published on the host (rootlesskit's port forward).
+var HostLoopback = netip.MustParseAddr("127.0.0.1")
+
+// PrepareOptions say for whom Prepare plans.
+type PrepareOptions struct {
+	Mode Mode
+	// DryRun makes a plan even where a check fails (a binary the doctor
+	// misses is then where it was looked for, doctor.Locate): the
+	// failures are Prepared.Refusals instead of Prepare's error.
+	DryRun bool
+}
+
+// Prepared is a plan that has passed up's checks: what Up starts.
+type Prepared struct {
+	// Plan is the cluster, its ports chosen.
+	Plan *Plan
+	// Report is the doctor's, whose failures the caller prints.
+	Report doctor.Report
+	// Notices say what Prepare chose that the user did not ask for, e.g.
+	// "apiserver port 6443 is in use; using 6444".
+	Notices []string
+	// Changes are how the config differs from the one the cluster last
+	// ran with (ConfigChanges), those that need no new cluster applied
+	// by Up; none in InRootlesskit (the parent compared them).
+	Changes []Change
+	// Refusals are, in a dry run, what up would refuse, in the order up
+	// checks it: up's error would be the first.
+	Refusals []error
+}
+
+// Prepare turns cfg (resolved and valid) into the checked plan of the
+// cluster `up` starts, for root, rootless (both sides of rootlesskit)
+// and `up --dry-run` alike, changing nothing on the host. In order:
+//
+//   - the cluster must not be running (runningError lists what cfg would
+//     change in it);
+//   - the doctor's checks (doctor.Check) give the binaries and host facts;
+//   - the apiserver and registry ports are chosen (choosePorts; a default
+//     one that is taken moves, and the config is validated again);
+//   - what cfg changes in the cluster that ran before (ConfigChanges) must
+//     not need a new cluster (refuseNewCluster);
+//   - the plan is made (NewPlan), the components check their settings
+//     (CheckComponents), the addons' images must be there
+//     (checkAddonImages);
+//   - the host must take the cluster (preflight, checkName,
+//     checkHostNamespaces; AsUser, the port mappings only).
+//
+// The error is the first check's that failed: config.ErrInvalid (exit 2)
+// for input to change, ErrTaken for a running cluster, or why a check
+// could not run. In a dry run only a config that cannot be planned at all
+// is an error; the failed checks are in Refusals.
+func Prepare(ctx context.Context, cfg config.Config, opts PrepareOptions) (*Prepared, error) {
+	pr := &Prepared{}
+	refuse := func(err error) error {
+		if err != nil && opts.DryRun {
+			pr.Refusals = append(pr.Refusals, err)
+			return nil
+		}
+		return err
+	}
+	rootless := opts.Mode != AsRoot
+	if opts.Mode != InRootlesskit {
+		if pid, ok := Running(cfg.Paths()); ok {
+			if err := refuse(runningError(cfg.Name, pid, runningChanges(cfg, opts.Mode))); err != nil {
+				return nil, err
+			}
+		}
+	}
+	finder := bins.NewFinder(cfg.BinDir, cfg.BundleDir)
+	report, facts := doctor.Check(ctx, finder, doctor.Options{CNIDir: cfg.CNIDir, CgroupParent: cfg.CgroupParent})
+	pr.Report = report
+	if report.Failed() {
+		// The plan names where a missing binary was looked for; the
+		// input's own problems are refused before the host's.
+		located := doctor.Locate(finder, cfg.CNIDir)
+		maps.Copy(located.Paths, facts.Paths)
+		facts.Paths = located.Paths
+		if facts.CNIDir == "" {
+			facts.CNIDir = located.CNIDir
+		}
+	}
+	imagesDir, imagesErr := finder.ImagesDir()
+	if opts.Mode == AsUser {
+		cfg.CgroupParent = facts.CgroupParent
+	}
+	if opts.Mode != InRootlesskit {
+		chosen, notices, errs := choosePorts(cfg, facts, imagesDir, opts.Mode)
+		for _, err := range errs {
+			if err := refuse(err); err != nil {
+				return pr, err
+			}
+		}
+		pr.Notices = notices
+		if chosen.RegistryPort != cfg.RegistryPort {
+			// A mirror of localhost:<that port> is refused before
+			// anything is made.
+			if err := refuse(chosen.Validate()); err != nil {
+				return pr, err
+			}
+		}
+		cfg = chosen
+	}
+	plan, err := newPlan(cfg, facts, imagesDir, rootless)
+	if err != nil {
+		return pr, err
+	}
+	pr.Plan = plan
+	hostChecks := func() error { return preflight(plan) }
+	if opts.Mode == AsUser {
+		// On the host, where rootlesskit publishes the mappings; the
+		// rest is checked inside it.
+		hostChecks = func() error { return problems(checkPortMappings(cfg)) }
+	}
+	if err := refuse(hostChecks()); err != nil {
+		return pr, err
+	}
+	if report.Failed() {
+		if err := refuse(HostNotReady(report, facts)); err != nil {
+			return pr, err
+		}
+	}
+	if err := refuse(imagesErr); err != nil {
+		return pr, err
+	}
+	if opts.Mode != InRootlesskit {
+		pr.Changes, err = ConfigChanges(cfg, rootless)
+		switch {
+		case err != nil && opts.DryRun:
+			pr.Refusals = append(pr.Refusals, err)
+		case err != nil:
+			// A record that cannot be read is left to the supervisor,
+			// whose Up refuses it before it starts anything
+			// (RemoveLeftovers) and reports that as its own error.
+		default:
+			if err := refuse(refuseNewCluster(cfg.Name, pr.Changes)); err != nil {
+				return pr, err
+			}
+		}
+	}
+	if opts.Mode == InRootlesskit {
+		if _, ok := ReadRootless(plan.Paths); !ok {
+			return pr, fmt.Errorf("%s is missing: --rootless-child is started by `kubernix up` as an ordinary user", RootlessFile(plan.Paths))
+		}
+	}
+	checks := []func() error{
+		func() error { return CheckComponents(ctx, plan) },
+		func() error { return checkAddonImages(plan) },
+		func() error { return checkName(plan) },
+		func() error { return checkHostNamespaces(ctx, plan) },
+	}
+	for _, check := range checks {
+		if err := refuse(check()); err != nil {
+			return pr, err
+		}
+	}
+	plan.prepared = len(pr.Refusals) == 0
+	return pr, nil
+}
+
+// HostNotReady is the error of the doctor's failed checks in report,
+// naming each.
+func HostNotReady(report doctor.Report, facts doctor.Facts) error {
+	var failed []string
+	for _, f := range report.Failures() {
+		failed = append(failed, f.Name+": "+f.Detail)
+	}
+	what := "a cluster"
+	if facts.Mode == doctor.ModeRootless {
+		what = "a rootless cluster"
+	}
+	return fmt.Errorf("the host is not ready for %s (`kubernix doctor` shows how to fix it):\n  %s",
+		what, strings.Join(failed, "\n  "))
+}
+
+// movablePort is a port up moves when it is the default and taken: the
+// apiserver's and the registry's.
+type movablePort struct {
+	// what names it in the notice, e.g. "apiserver".
+	what string
+	flag string
+	def  int
+	get  func(config.Config) int
+	set  func(*config.Config, int)
+}
+
+var movablePorts = []movablePort{
+	{"apiserver", apiserver.PortFlag, config.DefaultAPIServerPort,
+		func(c config.Config) int { return c.APIServerPort }, func(c *config.Config, p int) { c.APIServerPort = p }},
+	{"registry", registry.PortFlag, config.DefaultRegistryPort,
+		func(c config.Config) int { return c.LocalRegistryPort() }, func(c *config.Config, p int) { c.RegistryPort = p }},
+}
+
+// choosePorts returns cfg with the apiserver and registry ports up uses:
+// each as given when its listeners (the described ports its flag sets,
+// HostPorts) are free, else, when it is the default, the first of the 99
+// after it whose listeners are free (said in a notice). AsUser, the
+// listeners are rootlesskit's port forwards on the host's 127.0.0.1. A
+// port held by the cluster's own leftover processes (which Up stops)
+// counts as free; a registry port of 0 (no registry) stays. Each port
+// that cannot be chosen is left as given and its error, wrapping
+// config.ErrInvalid and naming the flag, returned.
+func choosePorts(cfg config.Config, facts doctor.Facts, imagesDir string, mode Mode) (config.Config, []string, []error) {
+	plan, err := newPlan(cfg, facts, imagesDir, mode != AsRoot)
+	if err != nil {
+		return cfg, nil, []error{err}
+	}
+	ports, err := HostPorts(plan)
+	if err != nil {
+		return cfg, nil, []error{err}
+	}
+	var ignore map[int]bool
+	where := ""
+	if mode == AsRoot {
+		ignore = recordedPIDs(plan.Paths)
+	} else {
+		where = " on " + HostLoopback.String()
+	}
+	var notices []string
+	var errs []error
+	for _, m := range movablePorts {
+		var listeners []HostPort
+		for _, hp := range ports {
+			if hp.Flag != m.flag {
+				continue
+			}
+			if mode != AsRoot {
+				hp = HostPort{Component: hp.Component + " (rootlesskit's port forward)", IP: HostLoopback, Flag: hp.Flag}
+			}
+			if !containsAddr(listeners, hp.IP) {
+				listeners = append(listeners, hp)
+			}
+		}
+		given := m.get(cfg)
+		if len(listeners) == 0 || given == 0 {
+			continue
+		}
+		port, err := nextFreePort(given, m.def, func(p int) error {
+			var errs []error
+			for _, hp := range listeners {
+				hp.Port = p
+				errs = append(errs, portProblem(hp, ignore))
+			}
+			if err := errors.Join(errs...); err != nil {
+				return fmt.Errorf("%w: %w", config.ErrInvalid, err)
+			}
+			return nil
+		})
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		if port != given {
+			notices = append(notices, fmt.Sprintf("%s port %d is in use%s; using %d", m.what, given, where, port))
+			m.set(&cfg, port)
+		}
+	}
+	return cfg, notices, errs
+}
+
+// nextFreePort returns port when check passes on it; when it fails and
+// port is def, the first of the 99 ports after it that check passes;
+// else check's error on port.
+func nextFreePort(port, def int, check func(port int) error) (int, error) {
+	err := check(port)
+	if err == nil || port != def {
+		return port, err
+	}
+	for p := port + 1; p < port+100; p++ {
+		if check(p) == nil {
+			return p, nil
+		}
+	}
+	return 0, err
+}
+
+// containsAddr reports whether a port of ports binds ip.
+func containsAddr(ports []HostPort, ip netip.Addr) bool {
+	for _, hp := range ports {
+		if hp.IP == ip {
+			return true
+		}
+	}
+	return false
+}
+
+// runningChanges is what cfg changes in its running cluster (a record
+// that cannot be read lists nothing), its ports chosen as up would choose
+// them. A rootless cluster's ports are compared as given (its own port
+// forward holds them, which a port check cannot tell from another
+// program's), and its cgroup parent, unset, as the delegated one that up
+// would take.
+func runningChanges(cfg config.Config, mode Mode) []Change {
+	if mode == AsRoot {
+		finder := bins.NewFinder(cfg.BinDir, cfg.BundleDir)
+		imagesDir, _ := finder.ImagesDir()
+		cfg, _, _ = choosePorts(cfg, doctor.Locate(finder, cfg.CNIDir), imagesDir, mode)
+	} else if cfg.CgroupParent == "" {
+		cfg.CgroupParent, _ = rootless.DelegatedCgroup(os.Getuid())
+	}
+	changes, _ := ConfigChanges(cfg, mode != AsRoot)
+	return changes
+}
