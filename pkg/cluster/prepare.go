@@ -7,6 +7,7 @@ import (
 	"maps"
 	"net/netip"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/kubernix/kubernix/pkg/bins"
@@ -265,7 +266,7 @@ func choosePorts(cfg config.Config, facts doctor.Facts, imagesDir string, mode M
 			if mode != AsRoot {
 				hp = HostPort{Component: hp.Component + " (rootlesskit's port forward)", IP: HostLoopback, Flag: hp.Flag}
 			}
-			if !containsAddr(listeners, hp.IP) {
+			if !slices.ContainsFunc(listeners, func(l HostPort) bool { return l.IP == hp.IP }) {
 				listeners = append(listeners, hp)
 			}
 		}
@@ -310,16 +311,6 @@ func nextFreePort(port, def int, check func(port int) error) (int, error) {
 		}
 	}
 	return 0, err
-}
-
-// containsAddr reports whether a port of ports binds ip.
-func containsAddr(ports []HostPort, ip netip.Addr) bool {
-	for _, hp := range ports {
-		if hp.IP == ip {
-			return true
-		}
-	}
-	return false
 }
 
 // runningChanges is what cfg changes in its running cluster (a record
