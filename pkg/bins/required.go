@@ -1,14 +1,16 @@
 package bins
 
-import "github.com/kubernix/kubernix/assets"
+import (
+	"github.com/kubernix/kubernix/pkg/release"
+)
 
 const makeBins = "run `make bins` in the kubernix source tree (builds it into _output/bin), `make install`, or pass --bundle-dir or --bin-dir"
 
-// Required lists the binaries a cluster needs, with the versions pinned in
-// assets/versions.env.
-func Required() []Binary {
-	k8s := assets.Version("KUBERNETES_VERSION")
-	ctrd := assets.Version("CONTAINERD_VERSION")
+// Required lists the binaries a cluster of rel needs, each with the version
+// it must print: rel's Kubernetes version for the Kubernetes binaries, its
+// containerd and registry versions for those.
+func Required(rel release.Release) []Binary {
+	k8s, ctrd := rel.Kubernetes, rel.Containerd
 	kube := func(name string) Binary {
 		return Binary{Name: name, VersionArgs: []string{"--version"}, Want: "Kubernetes " + k8s, Hint: makeBins}
 	}
@@ -24,7 +26,7 @@ func Required() []Binary {
 		{Name: "containerd-shim-runc-v2", VersionArgs: []string{"-v"}, Want: ctrd, Hint: makeBins},
 		{Name: "runc", VersionArgs: []string{"--version"}, Hint: "apt-get install runc"},
 		// The local registry (pkg/components/registry); --registry-port 0 runs none.
-		{Name: "registry", VersionArgs: []string{"--version"}, Want: assets.Version("REGISTRY_VERSION"), Hint: makeBins},
+		{Name: "registry", VersionArgs: []string{"--version"}, Want: rel.Registry, Hint: makeBins},
 		{Name: "crictl", VersionArgs: []string{"--version"}, Optional: true, Hint: makeBins},
 		{Name: "crun", VersionArgs: []string{"--version"}, Optional: true, Hint: "apt-get install crun (optional: runc is used otherwise)"},
 		{Name: "iptables", VersionArgs: []string{"--version"}, Hint: "apt-get install iptables"},

@@ -2,11 +2,6 @@ package cluster
 
 import (
 	"context"
-	"github.com/kubernix/kubernix/pkg/addons"
-	"github.com/kubernix/kubernix/pkg/bins"
-	"github.com/kubernix/kubernix/pkg/components"
-	"github.com/kubernix/kubernix/pkg/config"
-	"github.com/kubernix/kubernix/pkg/node"
 	"net/netip"
 	"net/url"
 	"os"
@@ -15,6 +10,13 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubernix/kubernix/pkg/addons"
+	"github.com/kubernix/kubernix/pkg/bins"
+	"github.com/kubernix/kubernix/pkg/components"
+	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/node"
+	"github.com/kubernix/kubernix/pkg/release"
 
 	"github.com/kubernix/kubernix/pkg/component"
 	"github.com/kubernix/kubernix/pkg/components/apiserver"
@@ -74,7 +76,7 @@ func TestBootNeeds(t *testing.T) {
 // (bins.Required), so `kubernix doctor` checks what up will start.
 func TestDescribedBinariesRequired(t *testing.T) {
 	required := map[string]bool{}
-	for _, b := range bins.Required() {
+	for _, b := range bins.Required(release.Default()) {
 		required[b.Name] = true
 	}
 	for _, plan := range []*Plan{testPlan(t, 2), testPlan(t, 1, config.ExecutorProcess), rootlessPlan(t)} {

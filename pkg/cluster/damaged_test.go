@@ -14,6 +14,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/doctor"
 	"github.com/kubernix/kubernix/pkg/node"
+	"github.com/kubernix/kubernix/pkg/release"
 )
 
 // garbage is one line of garbage, as appended to a record in issue #23.
@@ -48,7 +49,7 @@ func shortDir(t *testing.T) string {
 // testFacts are host facts with every binary found, as down's plan has
 // them on a host with kubernix's bundle.
 func testFacts() doctor.Facts {
-	facts := doctor.Facts{Paths: map[string]string{}, CNIDir: "/usr/lib/cni"}
+	facts := doctor.Facts{Paths: map[string]string{}, CNIDir: "/usr/lib/cni", Release: release.Default()}
 	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy",
 		"containerd", "registry", "runc", "nft", "unshare", "nsenter", "pause"} {
 		facts.Paths[b] = "/BIN/" + b

@@ -153,7 +153,7 @@ func describeControlPlane(p *Plan) ([]described, error) {
 	scope := config.ControlPlaneScope
 	etcdSpec := etcd.Spec{Binary: p.Bin("etcd"), Name: p.Cfg.Name, DataDir: p.Paths.EtcdData(), IP: p.APIServerIP, PKI: b}
 	api, err := apiserver.Describe(apiserver.Spec{
-		Binary: p.Bin("kube-apiserver"), IP: p.APIServerIP, Port: p.Cfg.APIServerPort,
+		Release: p.Release, Binary: p.Bin("kube-apiserver"), IP: p.APIServerIP, Port: p.Cfg.APIServerPort,
 		EtcdURL: etcdSpec.ClientURL(), ServiceCIDR: p.Net.Service, ClusterDomain: p.Cfg.ClusterDomain,
 		PKI: b, AuditPolicyFile: p.Paths.AuditPolicy(), AuditLogFile: p.Paths.Log(scope, "audit"),
 		Policy: p.AuditPolicy, FeatureGates: p.Cfg.FeatureGates, RuntimeConfig: p.Cfg.RuntimeConfig,
@@ -171,14 +171,14 @@ func describeControlPlane(p *Plan) ([]described, error) {
 		}
 	}
 	sched := described{Description: scheduler.Describe(scheduler.Spec{
-		Binary: p.Bin("kube-scheduler"), Kubeconfig: p.Paths.Kubeconfig(scheduler.Name),
+		Release: p.Release, Binary: p.Bin("kube-scheduler"), Kubeconfig: p.Paths.Kubeconfig(scheduler.Name),
 		IP: p.APIServerIP, CAFile: b.CA.Cert, RequestHeaderCAFile: b.FrontProxyCA.Cert, Serving: b.SchedulerServing,
 		FeatureGates: p.Cfg.FeatureGates,
 	}), live: func(l Live) components.Hooks { return components.Hooks{Prepare: l.DeleteStaleNodes} }}
 	out := plain(append([]components.Description{etcd.Describe(etcdSpec)}, api...)...)
 	return append(append(out, plain(
 		controllermanager.Describe(controllermanager.Spec{
-			Binary: p.Bin("kube-controller-manager"), Kubeconfig: p.Paths.Kubeconfig(controllermanager.Name),
+			Release: p.Release, Binary: p.Bin("kube-controller-manager"), Kubeconfig: p.Paths.Kubeconfig(controllermanager.Name),
 			IP: p.APIServerIP, ClusterCIDR: p.Net.Cluster, NodeMaskSize: p.Net.NodeMaskSize,
 			ServiceCIDR: p.Net.Service, PKI: b, FeatureGates: p.Cfg.FeatureGates,
 		}))...),
@@ -227,7 +227,7 @@ func (p *Plan) describeNode(nd *node.Node) ([]described, error) {
 	}
 	np := p.Paths.Node(nd.Name)
 	ctrdSpec := ctrdcomp.Spec{
-		Binary: p.Bin("containerd"), NodeName: nd.Name, ConfigFile: np.ContainerdConfig(),
+		Release: p.Release, Binary: p.Bin("containerd"), NodeName: nd.Name, ConfigFile: np.ContainerdConfig(),
 		Config: p.ContainerdConfig(nd), Sandbox: sandbox,
 		CNI: containerd.CNIConfig{Name: "kubernix", Bridge: p.CNIBridge(nd), PodCIDR: nd.PodCIDR.String(),
 			Gateway: true, DataDir: np.CNIData()},
@@ -444,7 +444,7 @@ func (p *Plan) ContainerdConfig(nd *node.Node) containerd.Config {
 	return containerd.Config{
 		Root: np.ContainerdRoot(), State: np.ContainerdState(),
 		Address: np.ContainerdSocket(), TTRPCAddress: np.ContainerdTTRPCSocket(),
-		SandboxImage: SandboxImage(), Runtime: name, RuntimeBinary: path,
+		Runtime: name, RuntimeBinary: path,
 		Snapshotter:         p.Facts.Snapshotter,
 		RestrictOOMScoreAdj: !p.Facts.HasSysResource || p.Rootless,
 		DisableApparmor:     true,
@@ -456,16 +456,12 @@ func (p *Plan) ContainerdConfig(nd *node.Node) containerd.Config {
 	}
 }
 
-// SandboxImage is the pod sandbox image containerd runs: the built-in
-// pause image.
-func SandboxImage() string { return images.PauseRef() }
-
 func (p *Plan) kubeletSpec(nd *node.Node) kubelet.Spec {
 	np := p.Paths.Node(nd.Name)
 	b := pki.Files(p.PKISpec())
 	kp := b.Kubelets[nd.Name]
 	return kubelet.Spec{
-		Binary: p.Bin("kubelet"), NodeName: nd.Name, NodeIP: nd.IP,
+		Release: p.Release, Binary: p.Bin("kubelet"), NodeName: nd.Name, NodeIP: nd.IP,
 		Kubeconfig: p.Paths.Kubeconfig(nd.Name), ConfigFile: np.KubeletConfig(),
 		RootDir: np.KubeletRoot(), PodLogsDir: np.PodLogs(), RuntimeEndpoint: np.ContainerdSocket(),
 		CAFile: b.CA.Cert, TLSCert: kp.Serving.Cert, TLSKey: kp.Serving.Key,
@@ -479,7 +475,7 @@ func (p *Plan) kubeletSpec(nd *node.Node) kubelet.Spec {
 func (p *Plan) kubeProxySpec(nd *node.Node) kubeproxy.Spec {
 	np := p.Paths.Node(nd.Name)
 	return kubeproxy.Spec{
-		Binary: p.Bin("kube-proxy"), NodeName: nd.Name, NodeIP: nd.IP,
+		Release: p.Release, Binary: p.Bin("kube-proxy"), NodeName: nd.Name, NodeIP: nd.IP,
 		Kubeconfig: p.Paths.Kubeconfig(kubeproxy.Name), ConfigFile: np.KubeProxyConfig(),
 		ClusterCIDR: p.Net.Cluster, CanLowerOOMScore: p.Facts.HasSysResource,
 		SetConntrack: false, ToolDir: np.KubeProxyPath(), NFT: p.Bin("nft"),

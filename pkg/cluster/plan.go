@@ -19,6 +19,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/network"
 	"github.com/kubernix/kubernix/pkg/node"
 	"github.com/kubernix/kubernix/pkg/pki"
+	"github.com/kubernix/kubernix/pkg/release"
 )
 
 // Plan is everything derived from the config and the host that Up needs.
@@ -27,6 +28,10 @@ type Plan struct {
 	Net   config.Network
 	Paths config.Paths
 	Facts doctor.Facts
+	// Release is the Kubernetes release the cluster runs (Facts.Release:
+	// the one its binaries were checked for); every component's Spec
+	// receives it.
+	Release release.Release
 	// Names of the host interfaces and iptables chains of the cluster.
 	Names network.Names
 	// APIServerIP is where the control plane listens: the bridge address.
@@ -47,6 +52,10 @@ type Plan struct {
 	// cluster at its next up only. Nil means kubernix's policy.
 	AuditPolicy []byte
 }
+
+// ReleaseOf is the Kubernetes release cfg's cluster runs. Every cluster
+// runs release.Default() until the config can name another.
+func ReleaseOf(cfg config.Config) release.Release { return release.Default() }
 
 // NewPlan derives the plan. cfg must be resolved and valid; facts come from
 // doctor.Check and hold the binary paths. imagesDir holds the built-in image
@@ -78,6 +87,7 @@ func newPlan(cfg config.Config, facts doctor.Facts, imagesDir string, rootless b
 		Net:         n,
 		Paths:       cfg.Paths(),
 		Facts:       facts,
+		Release:     facts.Release,
 		Names:       network.NamesFor(cfg.Name),
 		APIServerIP: n.BridgeIP(),
 		ImagesDir:   imagesDir,

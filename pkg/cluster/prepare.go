@@ -107,12 +107,12 @@ func Prepare(ctx context.Context, cfg config.Config, opts PrepareOptions) (*Prep
 		}
 	}
 	finder := bins.NewFinder(cfg.BinDir, cfg.BundleDir)
-	report, facts := doctor.Check(ctx, finder, doctor.Options{CNIDir: cfg.CNIDir, CgroupParent: cfg.CgroupParent})
+	report, facts := doctor.Check(ctx, finder, doctor.Options{Release: ReleaseOf(cfg), CNIDir: cfg.CNIDir, CgroupParent: cfg.CgroupParent})
 	pr.Report = report
 	if report.Failed() {
 		// The plan names where a missing binary was looked for; the
 		// input's own problems are refused before the host's.
-		located := doctor.Locate(finder, cfg.CNIDir)
+		located := doctor.Locate(finder, ReleaseOf(cfg), cfg.CNIDir)
 		maps.Copy(located.Paths, facts.Paths)
 		facts.Paths = located.Paths
 		if facts.CNIDir == "" {
@@ -323,7 +323,7 @@ func runningChanges(cfg config.Config, mode Mode) []Change {
 	if mode == AsRoot {
 		finder := bins.NewFinder(cfg.BinDir, cfg.BundleDir)
 		imagesDir, _ := finder.ImagesDir()
-		cfg, _, _ = choosePorts(cfg, doctor.Locate(finder, cfg.CNIDir), imagesDir, mode)
+		cfg, _, _ = choosePorts(cfg, doctor.Locate(finder, ReleaseOf(cfg), cfg.CNIDir), imagesDir, mode)
 	} else if cfg.CgroupParent == "" {
 		cfg.CgroupParent, _ = rootless.DelegatedCgroup(os.Getuid())
 	}

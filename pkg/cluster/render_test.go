@@ -16,6 +16,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/doctor"
 	"github.com/kubernix/kubernix/pkg/host"
+	"github.com/kubernix/kubernix/pkg/release"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -49,7 +50,7 @@ func testPlanOf(t *testing.T, cfg config.Config) *Plan {
 // goldenFacts are the host facts of testPlan: binaries under /BIN, the
 // system's tools in their Debian paths.
 func goldenFacts() doctor.Facts {
-	facts := doctor.Facts{
+	facts := doctor.Facts{Release: release.Default(),
 		Cgroups: host.Cgroups{Mode: host.CgroupHybrid},
 		Paths:   map[string]string{},
 		CNIDir:  "/usr/lib/cni",

@@ -13,6 +13,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/doctor"
 	"github.com/kubernix/kubernix/pkg/host"
+	"github.com/kubernix/kubernix/pkg/release"
 )
 
 // rootlessPlan is a 1-node rootless plan with the facts the doctor finds
@@ -28,7 +29,7 @@ func rootlessPlan(t *testing.T) *Plan {
 	cfg.Executor = config.ExecutorProcess
 	cfg.Resolve()
 	cfg.StateDir = "/STATE"
-	facts := doctor.Facts{
+	facts := doctor.Facts{Release: release.Default(),
 		Mode:        doctor.ModeRootlessChild,
 		Cgroups:     host.Cgroups{Mode: host.CgroupHybrid},
 		Paths:       map[string]string{},

@@ -20,6 +20,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/bins"
 	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/network"
+	"github.com/kubernix/kubernix/pkg/release"
 )
 
 // Status is the outcome of one check.
@@ -103,10 +104,16 @@ type Facts struct {
 	// Snapshotter is containerd's snapshotter: "overlayfs", or "native"
 	// where overlay cannot be mounted in the user namespace.
 	Snapshotter string
+	// Release is the Kubernetes release the binaries in Paths were
+	// checked (or, by Locate, looked up) for: Options.Release.
+	Release release.Release
 }
 
 // Options tune Check.
 type Options struct {
+	// Release is the Kubernetes release the binaries must be built for
+	// (bins.Required); a zero Release fails the binary checks.
+	Release release.Release
 	// CNIDir, when not empty, is the only place the CNI plugins are looked for.
 	CNIDir string
 	// CgroupParent, when not empty, is the cgroup subtree rootless mode
@@ -122,9 +129,13 @@ type Options struct {
 // can do there. It never changes the host.
 func Check(ctx context.Context, finder *bins.Finder, opts Options) (Report, Facts) {
 	var r Report
-	facts := Facts{Mode: DetectMode(), Paths: map[string]string{}, Snapshotter: SnapshotterOverlayfs}
+	facts := Facts{Mode: DetectMode(), Paths: map[string]string{}, Snapshotter: SnapshotterOverlayfs, Release: opts.Release}
 	r = append(r, checkBundle(finder)...)
-	r = append(r, checkBinaries(ctx, finder, bins.Required(), facts.Paths)...)
+	if opts.Release.Kubernetes == "" {
+		r = append(r, Result{Group: "binaries", Name: "release", Status: StatusFail,
+			Detail: "no Kubernetes release to check the binaries against", Fix: "a kubernix bug: report it"})
+	}
+	r = append(r, checkBinaries(ctx, finder, bins.Required(opts.Release), facts.Paths)...)
 	r = append(r, checkCNI(&facts, opts.CNIDir))
 	if facts.Mode == ModeRootless {
 		for _, b := range bins.Rootless() {

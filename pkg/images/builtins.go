@@ -22,6 +22,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/kubernix/kubernix/assets"
+	"github.com/kubernix/kubernix/pkg/release"
 )
 
 // BusyboxSource is where Debian's busybox-static package installs the static
@@ -88,11 +89,10 @@ type File struct {
 	Mode fs.FileMode
 }
 
-// PauseRef is the reference of the pod sandbox image, tagged with
-// PAUSE_VERSION of assets/versions.env (containerd v2.4.2's
-// DefaultSandboxImage and kubeadm's PauseVersion for Kubernetes 1.37), e.g.
+// PauseRef is the reference of the pod sandbox image, the default
+// release's SandboxImage (release.Release), e.g.
 // "registry.k8s.io/pause:3.10.2". containerd pins it as its sandbox image.
-func PauseRef() string { return "registry.k8s.io/pause:" + assets.Version("PAUSE_VERSION") }
+func PauseRef() string { return release.Default().SandboxImage }
 
 // CoreDNSRef is the reference of the CoreDNS image under kubeadm's name for
 // it, tagged with COREDNS_VERSION of assets/versions.env (the version the

@@ -8,8 +8,8 @@ import (
 
 	"github.com/kubernix/kubernix/assets"
 	"github.com/kubernix/kubernix/pkg/addons"
-	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/images"
+	"github.com/kubernix/kubernix/pkg/release"
 )
 
 // TestBuiltinRefsMatchComponents ties the built-in images to what asks for
@@ -26,7 +26,7 @@ func TestBuiltinRefsMatchComponents(t *testing.T) {
 		// use the image.
 		component string
 	}{
-		{"pause", "PAUSE_VERSION", cluster.SandboxImage()},
+		{"pause", "PAUSE_VERSION", release.Default().SandboxImage},
 		{"coredns", "COREDNS_VERSION", addonImage(t, "coredns", "coredns/coredns")},
 		{"agnhost", "AGNHOST_VERSION", ""},
 		{"local-path-provisioner", "LOCAL_PATH_PROVISIONER_VERSION", addonImage(t, "local-path-storage", "rancher/local-path-provisioner")},

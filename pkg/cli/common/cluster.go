@@ -107,7 +107,7 @@ func findByName(inv cluster.Inventory, name, def string) (string, error) {
 func Plan(cfg config.Config) (*cluster.Plan, error) {
 	finder := bins.NewFinder(cfg.BinDir, cfg.BundleDir)
 	imagesDir, _ := finder.ImagesDir()
-	return cluster.NewPlan(cfg, doctor.Locate(finder, cfg.CNIDir), imagesDir)
+	return cluster.NewPlan(cfg, doctor.Locate(finder, cluster.ReleaseOf(cfg), cfg.CNIDir), imagesDir)
 }
 
 // BinDir is the directory of the bundled kubectl and crictl, "" if not found.

@@ -11,6 +11,8 @@ import (
 	"net/netip"
 	"strconv"
 
+	"github.com/kubernix/kubernix/pkg/release"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	auditpolicy "k8s.io/apiserver/pkg/audit/policy"
@@ -46,7 +48,10 @@ const (
 
 // Spec is what the kube-apiserver command line is built from.
 type Spec struct {
-	Binary string
+	// Release is the Kubernetes release Binary is built for: flags and
+	// config fields that differ between releases are chosen from it.
+	Release release.Release
+	Binary  string
 	// IP is both the bind and the advertise address: the host side of the
 	// cluster bridge, local to this machine and reachable from pods through
 	// the kubernetes Service. (Advertising 127.0.0.1 is rejected by the

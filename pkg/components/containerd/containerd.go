@@ -7,6 +7,8 @@ package containerd
 import (
 	"path/filepath"
 
+	"github.com/kubernix/kubernix/pkg/release"
+
 	"github.com/kubernix/kubernix/pkg/component"
 	"github.com/kubernix/kubernix/pkg/components"
 	ctrd "github.com/kubernix/kubernix/pkg/containerd"
@@ -22,6 +24,9 @@ const CNIConfName = "10-kubernix.conflist"
 
 // Spec is what a node's containerd is described from.
 type Spec struct {
+	// Release is the Kubernetes release the node runs: containerd's
+	// sandbox image is its (Release.SandboxImage).
+	Release release.Release
 	// Binary is containerd's absolute path.
 	Binary   string
 	NodeName string
@@ -44,6 +49,7 @@ type Spec struct {
 // removed through CRI before it stops. It errors when the config or the
 // CNI network does not render.
 func Describe(s Spec) (components.Description, error) {
+	s.Config.SandboxImage = s.Release.SandboxImage
 	cfg, err := ctrd.Render(s.Config)
 	if err != nil {
 		return components.Description{}, err

@@ -7,6 +7,8 @@ import (
 	"net/netip"
 	"strconv"
 
+	"github.com/kubernix/kubernix/pkg/release"
+
 	"github.com/kubernix/kubernix/pkg/component"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/components/apiserver"
@@ -23,6 +25,9 @@ const SecurePort = 10257
 
 // Spec is what the command line is built from.
 type Spec struct {
+	// Release is the Kubernetes release Binary is built for: flags and
+	// config fields that differ between releases are chosen from it.
+	Release      release.Release
 	Binary       string
 	Kubeconfig   string
 	IP           netip.Addr // bind address of the secure port

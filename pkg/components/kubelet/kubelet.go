@@ -9,6 +9,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubernix/kubernix/pkg/release"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -34,6 +36,9 @@ const (
 
 // Spec is what the kubelet's config and command line are built from.
 type Spec struct {
+	// Release is the Kubernetes release Binary is built for: flags and
+	// config fields that differ between releases are chosen from it.
+	Release    release.Release
 	Binary     string
 	NodeName   string
 	NodeIP     netip.Addr

@@ -18,6 +18,8 @@ import (
 	"net/netip"
 	"path/filepath"
 
+	"github.com/kubernix/kubernix/pkg/release"
+
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	componentbase "k8s.io/component-base/config/v1alpha1"
 	proxyv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
@@ -39,6 +41,9 @@ const (
 
 // Spec is what kube-proxy's config and command line are built from.
 type Spec struct {
+	// Release is the Kubernetes release Binary is built for: flags and
+	// config fields that differ between releases are chosen from it.
+	Release     release.Release
 	Binary      string
 	NodeName    string
 	NodeIP      netip.Addr
