@@ -6,7 +6,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/boot"
 )
 
 // Stat summarises a sample: its size, median and spread (min and max). The
@@ -55,7 +55,7 @@ type PhaseStep struct {
 // nothing ran outside them: Prepare (network, PKI, kubeconfigs) plus the
 // longest chain of components each needing the one before, a component
 // weighing its own start-to-ready time. A component's needs are those the
-// supervisor recorded (component.Timing.Needs), or without a record every
+// supervisor recorded (boot.Timing.Needs), or without a record every
 // component of the earlier phases: then the chain is, per phase, its
 // slowest component.
 type CriticalPath struct {
@@ -65,7 +65,7 @@ type CriticalPath struct {
 }
 
 // CriticalPathOf computes the CriticalPath of t. Unknown phase names rank
-// after the known ones (component.Phases), in name order; components that
+// after the known ones (boot.Phases), in name order; components that
 // failed count like the others, and needs naming no component are ignored.
 func CriticalPathOf(t Timings) CriticalPath {
 	cp := CriticalPath{PrepareSeconds: t.Prepare.Seconds(), TotalSeconds: t.Prepare.Seconds()}
@@ -90,7 +90,7 @@ func CriticalPathOf(t Timings) CriticalPath {
 type chains struct {
 	t      Timings
 	rank   func(phase string) int
-	byName map[string]component.Timing
+	byName map[string]boot.Timing
 	// finish[name]: the seconds of the longest chain ending with name;
 	// prev[name]: its previous link ("" for none). Needs form no cycle
 	// (the registry refuses one), but a hand-made file might: a name being
@@ -102,7 +102,7 @@ type chains struct {
 
 func newChains(t Timings) *chains {
 	ch := &chains{
-		t: t, rank: phaseRank(), byName: map[string]component.Timing{},
+		t: t, rank: phaseRank(), byName: map[string]boot.Timing{},
 		finish: map[string]float64{}, prev: map[string]string{}, visiting: map[string]bool{},
 	}
 	for _, c := range t.Components {
@@ -113,7 +113,7 @@ func newChains(t Timings) *chains {
 
 // needs returns the components c needs: as recorded, or without a record
 // every component of the earlier phases.
-func (ch *chains) needs(c component.Timing) []string {
+func (ch *chains) needs(c boot.Timing) []string {
 	if c.Needs != nil {
 		return c.Needs
 	}
@@ -155,7 +155,7 @@ func (ch *chains) visit(name string) float64 {
 func phaseOrder[V any](m map[string]V) []string {
 	var out, unknown []string
 	known := map[string]bool{}
-	for _, p := range component.Phases {
+	for _, p := range boot.Phases {
 		known[p.String()] = true
 		if _, ok := m[p.String()]; ok {
 			out = append(out, p.String())
@@ -269,14 +269,14 @@ func ByKind(cs []ComponentTiming) []KindTiming {
 // phaseRank orders phase names: boot order, unknown ones last.
 func phaseRank() func(string) int {
 	m := map[string]int{}
-	for i, p := range component.Phases {
+	for i, p := range boot.Phases {
 		m[p.String()] = i
 	}
 	return func(name string) int {
 		if r, ok := m[name]; ok {
 			return r
 		}
-		return len(component.Phases)
+		return len(boot.Phases)
 	}
 }
 

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/boot"
 )
 
 // near reports whether a and b agree to within 1e-9.
@@ -183,7 +183,7 @@ func TestMarginalFit(t *testing.T) {
 
 func TestCriticalPathFollowsNeeds(t *testing.T) {
 	sec := func(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
-	tm := Timings{Prepare: sec(0.5), Components: []component.Timing{
+	tm := Timings{Prepare: sec(0.5), Components: []boot.Timing{
 		{Name: "etcd", Phase: "Infrastructure", Elapsed: sec(1)},
 		{Name: "kube-apiserver", Phase: "ControlPlane", Needs: []string{"etcd"}, Elapsed: sec(3)},
 		{Name: "kube-scheduler", Phase: "Controller", Needs: []string{"kube-apiserver"}, Elapsed: sec(0.5)},

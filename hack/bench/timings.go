@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/boot"
 )
 
 // Timings is the content of <state>/run/supervisor/kubernix/timings.json,
@@ -21,7 +21,7 @@ type Timings struct {
 	// Phases maps a phase name to its wall time.
 	Phases map[string]time.Duration `json:"phases_ns"`
 	// Components are the per-component start and ready times.
-	Components []component.Timing `json:"components"`
+	Components []boot.Timing `json:"components"`
 	// Total is the supervisor's up, from after leftover cleanup to Ready.
 	Total time.Duration `json:"total_ns"`
 }

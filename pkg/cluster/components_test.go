@@ -18,7 +18,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/node"
 	"github.com/kubernix/kubernix/pkg/release"
 
-	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/boot"
 	"github.com/kubernix/kubernix/pkg/components/apiserver"
 )
 
@@ -29,14 +29,14 @@ import (
 func TestBootNeeds(t *testing.T) {
 	c := testCluster(t, 3)
 	plan := c.Plan
-	r := component.NewRegistry(c.Log)
+	r := boot.NewSequence(c.Log)
 	if err := c.register(r); err != nil {
 		t.Fatal(err)
 	}
 	needs := map[string][]string{}
-	for _, ph := range component.Phases {
+	for _, ph := range boot.Phases {
 		for _, comp := range r.Components(ph) {
-			if n, ok := comp.(component.Needer); ok {
+			if n, ok := comp.(boot.Needer); ok {
 				needs[comp.Name()] = n.Needs()
 			} else {
 				needs[comp.Name()] = nil // every earlier phase

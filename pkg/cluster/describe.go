@@ -13,7 +13,7 @@ import (
 
 	"github.com/kubernix/kubernix/pkg/addons"
 	"github.com/kubernix/kubernix/pkg/bins"
-	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/boot"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/components/apiserver"
 	ctrdcomp "github.com/kubernix/kubernix/pkg/components/containerd"
@@ -163,7 +163,7 @@ func describeControlPlane(p *Plan) ([]described, error) {
 	}
 	task := func(name, summary string, run func(Live, context.Context) error) described {
 		return described{
-			Description: components.Description{Name: name, Scope: scope, Kind: components.KindTask, Phase: component.Controller,
+			Description: components.Description{Name: name, Scope: scope, Kind: components.KindTask, Phase: boot.Controller,
 				Needs: []string{apiserver.ReadyName}, Summary: summary},
 			live: func(l Live) components.Hooks {
 				return components.Hooks{Task: func(ctx context.Context) error { return run(l, ctx) }}
@@ -313,10 +313,10 @@ func describeAddons(p *Plan) ([]described, error) {
 			return nil, err
 		}
 		apply := components.Description{Name: a.Name + manifestSuffix, Scope: scope, Kind: components.KindTask,
-			Phase: component.Addons, Needs: []string{apiserver.ReadyName}, Manifest: manifest,
+			Phase: boot.Addons, Needs: []string{apiserver.ReadyName}, Manifest: manifest,
 			Summary: "server-side apply the " + a.Name + " manifest (below)" + servingSummary(a.Serving)}
 		wait := components.Description{Name: a.Name, Scope: scope, Kind: components.KindTask,
-			Phase: component.Addons, Needs: []string{apply.ID()}, AfterEarlierPhases: true, Available: a.Deployment,
+			Phase: boot.Addons, Needs: []string{apply.ID()}, AfterEarlierPhases: true, Available: a.Deployment,
 			Summary: "wait until Deployment " + a.Deployment + " is Available with its pods Ready since this up began"}
 		out = append(out,
 			described{Description: apply, live: func(l Live) components.Hooks {

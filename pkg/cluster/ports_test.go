@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/boot"
 	"github.com/kubernix/kubernix/pkg/components"
 	ppcomp "github.com/kubernix/kubernix/pkg/components/portproxy"
 	"github.com/kubernix/kubernix/pkg/config"
@@ -88,7 +88,7 @@ func TestDescribePortProxy(t *testing.T) {
 			t.Errorf("command %q lacks %q", args, want)
 		}
 	}
-	if d.Phase != component.Infrastructure || d.Kind != components.KindProcess || d.Probe.HTTPGet != "http://10.61.0.1:10260/healthz" {
+	if d.Phase != boot.Infrastructure || d.Kind != components.KindProcess || d.Probe.HTTPGet != "http://10.61.0.1:10260/healthz" {
 		t.Errorf("port-proxy: phase %s, kind %s, probe %q", d.Phase, d.Kind, d.Probe.HTTPGet)
 	}
 	if !strings.Contains(d.Summary, "127.0.0.1:8080/TCP -> 10.61.0.3:30080") {

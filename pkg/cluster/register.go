@@ -7,7 +7,7 @@ import (
 
 	"k8s.io/client-go/util/retry"
 
-	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/boot"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/node"
 )
@@ -15,7 +15,7 @@ import (
 // register adds every component of the cluster (describeAll) to the
 // registry, each with the behaviours its describer gave it (described.live)
 // and, on a node, the node's wrapper (its sandbox's, for a process in it).
-func (c *Cluster) register(r *component.Registry) error {
+func (c *Cluster) register(r *boot.Sequence) error {
 	all, err := describeAll(c.Plan)
 	if err != nil {
 		return err
@@ -37,7 +37,7 @@ func (c *Cluster) register(r *component.Registry) error {
 		if err != nil {
 			return err
 		}
-		if nd != nil && d.Phase == component.NodeAgent {
+		if nd != nil && d.Phase == boot.NodeAgent {
 			comp = c.captured(nd, comp)
 		}
 		if err := r.Add(comp); err != nil {
@@ -117,8 +117,8 @@ func (l liveCluster) NodeFailed(nd *node.Node, reason error) { l.c.nodeFailed(nd
 
 // captured wraps a node agent so the cluster keeps its Stoppable: when the
 // node's containerd is given up on, its kubelet and kube-proxy are stopped.
-func (c *Cluster) captured(nd *node.Node, comp component.Component) component.Component {
-	return &capturedComponent{Component: comp, keep: func(s component.Stoppable) {
+func (c *Cluster) captured(nd *node.Node, comp boot.Component) boot.Component {
+	return &capturedComponent{Component: comp, keep: func(s boot.Stoppable) {
 		c.mu.Lock()
 		defer c.mu.Unlock()
 		c.agents[nd.Name] = append(c.agents[nd.Name], s)
@@ -126,19 +126,19 @@ func (c *Cluster) captured(nd *node.Node, comp component.Component) component.Co
 }
 
 type capturedComponent struct {
-	component.Component
-	keep func(component.Stoppable)
+	boot.Component
+	keep func(boot.Stoppable)
 }
 
 // Needs passes on the needs of the node agent.
 func (cc *capturedComponent) Needs() []string {
-	if n, ok := cc.Component.(component.Needer); ok {
+	if n, ok := cc.Component.(boot.Needer); ok {
 		return n.Needs()
 	}
 	return nil
 }
 
-func (cc *capturedComponent) Start(ctx context.Context) (component.Stoppable, error) {
+func (cc *capturedComponent) Start(ctx context.Context) (boot.Stoppable, error) {
 	s, err := cc.Component.Start(ctx)
 	if err == nil {
 		cc.keep(s)

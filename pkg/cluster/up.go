@@ -18,7 +18,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/boot"
 	"github.com/kubernix/kubernix/pkg/components/cloudcontroller"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/containerd"
@@ -56,7 +56,7 @@ type Cluster struct {
 	opts       Options
 	client     kubernetes.Interface
 	restConfig *rest.Config
-	registry   *component.Registry
+	registry   *boot.Sequence
 	timings    *timings
 	images     imagesFolder // images.go
 	// began is when this up started: status older than that (etcd keeps
@@ -70,7 +70,7 @@ type Cluster struct {
 	kubeconfigWarning string
 
 	mu     sync.Mutex
-	agents map[string][]component.Stoppable // node name -> kubelet, kube-proxy
+	agents map[string][]boot.Stoppable // node name -> kubelet, kube-proxy
 }
 
 // SupervisorScope and SupervisorName locate the supervisor's own run dir.
@@ -97,7 +97,7 @@ func Up(ctx context.Context, plan *Plan, log *slog.Logger, opts Options) (*Clust
 	if !plan.prepared {
 		return nil, errors.New("the plan of cluster " + plan.Cfg.Name + " did not pass Prepare's checks")
 	}
-	c := &Cluster{Plan: plan, Log: log, opts: opts, timings: newTimings(), agents: map[string][]component.Stoppable{}}
+	c := &Cluster{Plan: plan, Log: log, opts: opts, timings: newTimings(), agents: map[string][]boot.Stoppable{}}
 	if err := RemoveLeftovers(ctx, plan, log); err != nil {
 		return nil, err
 	}
@@ -170,7 +170,7 @@ func (c *Cluster) up(ctx context.Context) error {
 	if c.importer, err = containerd.NewImporter(filepath.Join(p.Paths.ImageCache(), "supervisor")); err != nil {
 		return err
 	}
-	c.registry = component.NewRegistry(c.Log)
+	c.registry = boot.NewSequence(c.Log)
 	if err := c.register(c.registry); err != nil {
 		return err
 	}
@@ -299,18 +299,18 @@ func (c *Cluster) progress(format string, args ...any) {
 	}
 }
 
-// PhaseStarted implements component.Observer.
-func (c *Cluster) PhaseStarted(component.Phase) {}
+// PhaseStarted implements boot.Observer.
+func (c *Cluster) PhaseStarted(boot.Phase) {}
 
-// PhaseDone implements component.Observer: one progress line per phase.
-func (c *Cluster) PhaseDone(ph component.Phase, elapsed time.Duration) {
+// PhaseDone implements boot.Observer: one progress line per phase.
+func (c *Cluster) PhaseDone(ph boot.Phase, elapsed time.Duration) {
 	names := c.timings.names(ph)
 	c.progress("%-15s %-30s %s\n", ph, strings.Join(names, ", "), round(elapsed))
 	c.timings.phase(ph, elapsed)
 }
 
-// ComponentDone implements component.Observer.
-func (c *Cluster) ComponentDone(t component.Timing) { c.timings.add(t) }
+// ComponentDone implements boot.Observer.
+func (c *Cluster) ComponentDone(t boot.Timing) { c.timings.add(t) }
 
 func round(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond) }
 
@@ -324,7 +324,7 @@ type Timings struct {
 	// Phases maps a phase name to its wall time.
 	Phases map[string]time.Duration `json:"phases_ns"`
 	// Components are the per-component start and ready times.
-	Components []component.Timing `json:"components"`
+	Components []boot.Timing `json:"components"`
 	// Total is the time Up took.
 	Total time.Duration `json:"total_ns"`
 }
@@ -336,19 +336,19 @@ type timings struct {
 
 func newTimings() *timings { return &timings{Timings: Timings{Phases: map[string]time.Duration{}}} }
 
-func (t *timings) add(ct component.Timing) {
+func (t *timings) add(ct boot.Timing) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.Components = append(t.Components, ct)
 }
 
-func (t *timings) phase(ph component.Phase, d time.Duration) {
+func (t *timings) phase(ph boot.Phase, d time.Duration) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.Phases[ph.String()] = d
 }
 
-func (t *timings) names(ph component.Phase) []string {
+func (t *timings) names(ph boot.Phase) []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	var out []string

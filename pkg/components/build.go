@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/kubernix/kubernix/internal/atomicfile"
-	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/boot"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/containerd"
 	"github.com/kubernix/kubernix/pkg/process"
@@ -41,15 +41,15 @@ type Hooks struct {
 // New returns the registry component that runs d with hooks h. Errors
 // name d's ID: a task without Task, a probe whose CA or client
 // certificate cannot be read.
-func New(d Description, h Hooks, log *slog.Logger) (component.Component, error) {
+func New(d Description, h Hooks, log *slog.Logger) (boot.Component, error) {
 	c, err := build(d, h, log)
 	if err != nil {
 		return nil, fmt.Errorf("component %s: %w", d.ID(), err)
 	}
-	return component.WithNeeds(c, d.Needs...), nil
+	return boot.WithNeeds(c, d.Needs...), nil
 }
 
-func build(d Description, h Hooks, log *slog.Logger) (component.Component, error) {
+func build(d Description, h Hooks, log *slog.Logger) (boot.Component, error) {
 	switch d.Kind {
 	case KindTask:
 		if h.Task == nil {
@@ -206,16 +206,16 @@ func Drain(ctx context.Context, socket string) error {
 // task is a KindTask component: ready once run returns nil.
 type task struct {
 	name  string
-	phase component.Phase
+	phase boot.Phase
 	run   func(ctx context.Context) error
 }
 
-func (t *task) Name() string           { return t.name }
-func (t *task) Phase() component.Phase { return t.phase }
+func (t *task) Name() string      { return t.name }
+func (t *task) Phase() boot.Phase { return t.phase }
 
-func (t *task) Start(ctx context.Context) (component.Stoppable, error) {
+func (t *task) Start(ctx context.Context) (boot.Stoppable, error) {
 	if err := t.run(ctx); err != nil {
 		return nil, err
 	}
-	return component.StopFunc(func(context.Context) error { return nil }), nil
+	return boot.StopFunc(func(context.Context) error { return nil }), nil
 }

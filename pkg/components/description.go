@@ -11,7 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/kubernix/kubernix/pkg/bins"
-	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/boot"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/pki"
 	"github.com/kubernix/kubernix/pkg/process"
@@ -52,7 +52,7 @@ type Description struct {
 	// Scope is config.ControlPlaneScope or the node's name.
 	Scope string
 	Kind  Kind
-	Phase component.Phase
+	Phase boot.Phase
 	// Needs are the IDs (see ID) of the components it waits for, of its
 	// own phase or earlier ones; empty for none.
 	Needs []string
@@ -176,11 +176,11 @@ func (p Probe) Describe() string {
 	return strings.Join(parts, ", then ")
 }
 
-// ID is the component's name in the registry: Name for the control
+// ID is the component's name in the boot sequence (boot.Sequence): Name for the control
 // plane, "<Name>@<node>" for a node's.
 func (d Description) ID() string { return ID(d.Name, d.Scope) }
 
-// ID is the registry name of component name in scope (see Description.ID).
+// ID is the boot-sequence name of component name in scope (see Description.ID).
 func ID(name, scope string) string {
 	if scope == config.ControlPlaneScope || scope == "" {
 		return name
@@ -242,7 +242,7 @@ func StartOrder(ds []Description) ([]Description, error) {
 		needs[d.ID()] = d.Needs
 	}
 	var ids []string // by phase, ties in the given order
-	for _, ph := range component.Phases {
+	for _, ph := range boot.Phases {
 		for _, d := range ds {
 			if d.Phase == ph {
 				byID[d.ID()] = d
@@ -257,7 +257,7 @@ func StartOrder(ds []Description) ([]Description, error) {
 			}
 		}
 	}
-	order, err := component.Order(ids, func(id string) []string { return needs[id] })
+	order, err := boot.Order(ids, func(id string) []string { return needs[id] })
 	if err != nil {
 		return nil, err
 	}

@@ -8,7 +8,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/boot"
 	"github.com/kubernix/kubernix/pkg/process"
 )
 
@@ -20,7 +20,7 @@ import (
 // the first starts sooner.
 type Gate struct {
 	ComponentName  string
-	ComponentPhase component.Phase
+	ComponentPhase boot.Phase
 	// Probe decides readiness; required.
 	Probe process.Probe
 	// ProbeInterval between attempts; DefaultProbeInterval if zero.
@@ -29,17 +29,17 @@ type Gate struct {
 	ReadyTimeout time.Duration
 }
 
-// Name implements component.Component.
+// Name implements boot.Component.
 func (g *Gate) Name() string { return g.ComponentName }
 
-// Phase implements component.Component.
-func (g *Gate) Phase() component.Phase { return g.ComponentPhase }
+// Phase implements boot.Component.
+func (g *Gate) Phase() boot.Phase { return g.ComponentPhase }
 
 // Start probes, first at once and then every ProbeInterval, until the
 // probe passes. It returns an error wrapping ctx's error or
 // context.DeadlineExceeded (after ReadyTimeout), with the last probe
 // error. Its Stoppable does nothing.
-func (g *Gate) Start(ctx context.Context) (component.Stoppable, error) {
+func (g *Gate) Start(ctx context.Context) (boot.Stoppable, error) {
 	interval, timeout := g.ProbeInterval, g.ReadyTimeout
 	if interval == 0 {
 		interval = DefaultProbeInterval
@@ -62,5 +62,5 @@ func (g *Gate) Start(ctx context.Context) (component.Stoppable, error) {
 		return nil, fmt.Errorf("%s not ready after %s: %w; last probe error: %w",
 			g.ComponentName, time.Since(begin).Round(time.Millisecond), err, last)
 	}
-	return component.StopFunc(func(context.Context) error { return nil }), nil
+	return boot.StopFunc(func(context.Context) error { return nil }), nil
 }

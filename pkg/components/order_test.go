@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/boot"
 	"github.com/kubernix/kubernix/pkg/config"
 )
 
@@ -13,22 +13,22 @@ import (
 // component after every earlier phase; and the errors for a need that is
 // not described and for a cycle.
 func TestStartOrder(t *testing.T) {
-	d := func(name string, ph component.Phase, needs ...string) Description {
+	d := func(name string, ph boot.Phase, needs ...string) Description {
 		return Description{Name: name, Scope: config.ControlPlaneScope, Kind: KindProcess, Phase: ph, Needs: needs}
 	}
-	wait := d("wait", component.Addons, "apply")
+	wait := d("wait", boot.Addons, "apply")
 	wait.AfterEarlierPhases = true
 	tests := []struct {
 		name      string
 		ds        []Description
 		want, err string
 	}{
-		{"needs first", []Description{d("b", component.Controller, "a"), d("a", component.Controller)}, "a b", ""},
-		{"phases in order", []Description{d("late", component.NodeAgent), d("early", component.Infrastructure)}, "early late", ""},
-		{"ties keep order", []Description{d("x", component.Controller), d("y", component.Controller)}, "x y", ""},
-		{"after earlier phases", []Description{wait, d("apply", component.Addons), d("agent", component.NodeAgent)}, "agent apply wait", ""},
-		{"unknown need", []Description{d("a", component.Controller, "ghost")}, "", "a needs ghost, which is not described"},
-		{"cycle", []Description{d("a", component.Controller, "b"), d("b", component.Controller, "a")}, "", "cycle: a -> b -> a"},
+		{"needs first", []Description{d("b", boot.Controller, "a"), d("a", boot.Controller)}, "a b", ""},
+		{"phases in order", []Description{d("late", boot.NodeAgent), d("early", boot.Infrastructure)}, "early late", ""},
+		{"ties keep order", []Description{d("x", boot.Controller), d("y", boot.Controller)}, "x y", ""},
+		{"after earlier phases", []Description{wait, d("apply", boot.Addons), d("agent", boot.NodeAgent)}, "agent apply wait", ""},
+		{"unknown need", []Description{d("a", boot.Controller, "ghost")}, "", "a needs ghost, which is not described"},
+		{"cycle", []Description{d("a", boot.Controller, "b"), d("b", boot.Controller, "a")}, "", "cycle: a -> b -> a"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,5 +1,5 @@
 // Package components adapts kubernix's component processes to the registry:
-// Proc is a component.Component backed by one supervised upstream process.
+// Proc is a boot.Component backed by one supervised upstream process.
 // The per-component packages beside this one (etcd, apiserver, ...) turn a
 // spec into a process.Command and a readiness probe, as pure functions.
 package components
@@ -14,7 +14,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/boot"
 	"github.com/kubernix/kubernix/pkg/process"
 )
 
@@ -39,7 +39,7 @@ const (
 // status` (Supervision). Its log is capped (process.Command.LogMaxBytes).
 type Proc struct {
 	ComponentName  string
-	ComponentPhase component.Phase
+	ComponentPhase boot.Phase
 	Command        process.Command
 	// Probe decides readiness; required.
 	Probe process.Probe
@@ -138,16 +138,16 @@ func (p *Proc) liveness() (process.Probe, time.Duration, int) {
 	return probe, period, threshold
 }
 
-// Name implements component.Component.
+// Name implements boot.Component.
 func (p *Proc) Name() string { return p.ComponentName }
 
-// Phase implements component.Component.
-func (p *Proc) Phase() component.Phase { return p.ComponentPhase }
+// Phase implements boot.Component.
+func (p *Proc) Phase() boot.Phase { return p.ComponentPhase }
 
 // Start starts the process, waits for readiness and AfterReady, and
 // supervises it until the returned Stoppable's Stop. On error nothing of it
 // is left running.
-func (p *Proc) Start(ctx context.Context) (component.Stoppable, error) {
+func (p *Proc) Start(ctx context.Context) (boot.Stoppable, error) {
 	s := &supervised{p: p, stopping: make(chan struct{}), done: make(chan struct{})}
 	s.record(func(r *Supervision) { *r = Supervision{State: StateStarting} })
 	proc, err := p.launch(ctx)

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/boot"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/process"
@@ -88,7 +88,7 @@ func (c *Container) HostNetwork() bool { return false }
 func (c *Container) Sandbox() (components.Description, bool) {
 	argv := c.HolderArgv()
 	return components.Description{
-		Name: SandboxName, Scope: c.Hostname, Kind: components.KindProcess, Phase: component.Infrastructure,
+		Name: SandboxName, Scope: c.Hostname, Kind: components.KindProcess, Phase: boot.Infrastructure,
 		Binary:  "unshare",
 		Command: process.Command{Path: argv[0], Args: argv[1:]},
 		Probe:   components.Probe{Then: "the holder wrote " + c.ReadyFile() + " (and exec'd pause); then the node joins the cluster network"},

@@ -11,9 +11,9 @@ import (
 	"time"
 
 	goldenfile "github.com/kubernix/kubernix/internal/golden"
+	"github.com/kubernix/kubernix/pkg/boot"
 	"github.com/kubernix/kubernix/pkg/cli/common"
 	"github.com/kubernix/kubernix/pkg/cluster"
-	"github.com/kubernix/kubernix/pkg/component"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/config"
 )
@@ -133,7 +133,7 @@ func TestTimingsOutput(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
 	rec := cluster.Timings{
 		Prepare: 1234567 * time.Microsecond, Total: 9876543 * time.Microsecond,
-		Components: []component.Timing{
+		Components: []boot.Timing{
 			{Name: "kubelet/kx-node-0", Phase: "NodeAgent", Started: t0.Add(3 * time.Second), Ready: t0.Add(4500 * time.Millisecond), Elapsed: 1500 * time.Millisecond},
 			{Name: "etcd", Phase: "Datastore", Started: t0, Ready: t0.Add(800 * time.Millisecond), Elapsed: 800 * time.Millisecond},
 		},

@@ -17,7 +17,7 @@ import (
 	auditv1 "k8s.io/apiserver/pkg/apis/audit/v1"
 	auditpolicy "k8s.io/apiserver/pkg/audit/policy"
 
-	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/boot"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/components/etcd"
 	"github.com/kubernix/kubernix/pkg/config"
@@ -104,13 +104,13 @@ func Describe(s Spec) ([]components.Description, error) {
 		return components.Probe{HTTPGet: s.URL() + path, CAFile: s.PKI.CA.Cert, Client: s.PKI.SuperAdmin}
 	}
 	return []components.Description{{
-		Name: Name, Scope: config.ControlPlaneScope, Kind: components.KindProcess, Phase: component.ControlPlane,
+		Name: Name, Scope: config.ControlPlaneScope, Kind: components.KindProcess, Phase: boot.ControlPlane,
 		Needs: []string{etcd.Name}, Binary: Name, Command: Command(s),
 		Files: []components.File{{Path: s.AuditPolicyFile, Content: policy}},
 		Ports: []components.Port{{IP: s.IP, Port: s.Port, Flag: PortFlag}},
 		Probe: probe("/livez/ping"),
 	}, {
-		Name: ReadyName, Scope: config.ControlPlaneScope, Kind: components.KindGate, Phase: component.ControlPlane,
+		Name: ReadyName, Scope: config.ControlPlaneScope, Kind: components.KindGate, Phase: boot.ControlPlane,
 		Needs: []string{Name}, Probe: probe("/readyz"),
 	}}, nil
 }

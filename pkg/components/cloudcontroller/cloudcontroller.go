@@ -7,7 +7,7 @@ package cloudcontroller
 import (
 	"net/netip"
 
-	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/boot"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/components/apiserver"
 	"github.com/kubernix/kubernix/pkg/config"
@@ -54,7 +54,7 @@ func (s Spec) HealthURL() string {
 // exists (an earlier list would be forbidden and back off).
 func Describe(s Spec) components.Description {
 	return components.Description{
-		Name: Name, Scope: config.ControlPlaneScope, Kind: components.KindProcess, Phase: component.Controller,
+		Name: Name, Scope: config.ControlPlaneScope, Kind: components.KindProcess, Phase: boot.Controller,
 		Needs: append([]string{apiserver.ReadyName}, s.After...), Binary: components.SelfBinary, Command: Command(s),
 		Ports: []components.Port{{Name: "healthz", IP: s.IP, Port: HealthzPort}},
 		Probe: components.Probe{HTTPGet: s.HealthURL()},

@@ -9,7 +9,7 @@ import (
 
 	"github.com/kubernix/kubernix/pkg/release"
 
-	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/boot"
 	"github.com/kubernix/kubernix/pkg/components"
 	ctrd "github.com/kubernix/kubernix/pkg/containerd"
 	"github.com/kubernix/kubernix/pkg/process"
@@ -70,7 +70,7 @@ func Describe(s Spec) (components.Description, error) {
 		needs = []string{s.Sandbox}
 	}
 	return components.Description{
-		Name: Name, Scope: s.NodeName, Kind: components.KindProcess, Phase: component.Controller,
+		Name: Name, Scope: s.NodeName, Kind: components.KindProcess, Phase: boot.Controller,
 		Needs: needs, Binary: Name, InSandbox: true,
 		Command: process.Command{Path: s.Binary, Args: []string{"--config", s.ConfigFile}},
 		Files:   files,

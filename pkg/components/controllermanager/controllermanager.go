@@ -9,7 +9,7 @@ import (
 
 	"github.com/kubernix/kubernix/pkg/release"
 
-	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/boot"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/components/apiserver"
 	"github.com/kubernix/kubernix/pkg/config"
@@ -51,7 +51,7 @@ func (s Spec) HealthURL() string { return components.HealthURL(s.IP, SecurePort,
 // cluster CA and needs no client certificate.
 func Describe(s Spec) components.Description {
 	return components.Description{
-		Name: Name, Scope: config.ControlPlaneScope, Kind: components.KindProcess, Phase: component.Controller,
+		Name: Name, Scope: config.ControlPlaneScope, Kind: components.KindProcess, Phase: boot.Controller,
 		Needs: []string{apiserver.Name}, Binary: Name, Command: Command(s),
 		Ports: []components.Port{{IP: s.IP, Port: SecurePort}},
 		Probe: components.Probe{HTTPGet: s.HealthURL(), CAFile: s.PKI.CA.Cert},

@@ -12,7 +12,7 @@ import (
 	"net/netip"
 	"strconv"
 
-	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/boot"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/pki"
@@ -47,7 +47,7 @@ func (s Spec) ClientURL() string {
 // certificate.
 func Describe(s Spec) components.Description {
 	return components.Description{
-		Name: Name, Scope: config.ControlPlaneScope, Kind: components.KindProcess, Phase: component.Infrastructure,
+		Name: Name, Scope: config.ControlPlaneScope, Kind: components.KindProcess, Phase: boot.Infrastructure,
 		Binary: Name, Command: Command(s),
 		Ports: []components.Port{{Name: "client", IP: s.IP, Port: ClientPort}, {Name: "peer", IP: s.IP, Port: PeerPort}},
 		Probe: components.Probe{HTTPGet: s.ClientURL() + "/health", CAFile: s.PKI.EtcdCA.Cert, Client: s.PKI.APIServerEtcdClient},

@@ -15,7 +15,7 @@ package fake
 import (
 	"net/netip"
 
-	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/boot"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/process"
@@ -51,14 +51,14 @@ type Spec struct {
 // ready once its /healthz answers.
 func Describe(s Spec) components.Description {
 	d := components.Description{
-		Name: Name, Scope: s.Scope, Kind: components.KindProcess, Phase: component.Controller,
+		Name: Name, Scope: s.Scope, Kind: components.KindProcess, Phase: boot.Controller,
 		Needs: s.Needs, Binary: components.SelfBinary,
 		Command: process.Command{Path: s.Self, Args: []string{"port-proxy", "--healthz=" + netip.AddrPortFrom(s.IP, uint16(s.Port)).String()}},
 		Ports:   []components.Port{{Name: "healthz", IP: s.IP, Port: s.Port}},
 		Probe:   components.Probe{HTTPGet: components.HealthURL(s.IP, s.Port, false)},
 	}
 	if s.Scope != config.ControlPlaneScope {
-		d.Phase, d.InSandbox = component.NodeAgent, true
+		d.Phase, d.InSandbox = boot.NodeAgent, true
 	}
 	return d
 }

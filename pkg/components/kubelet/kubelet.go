@@ -17,7 +17,7 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	kubeletapis "k8s.io/kubelet/pkg/apis"
 
-	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/boot"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/components/apiserver"
 	"github.com/kubernix/kubernix/pkg/components/containerd"
@@ -194,7 +194,7 @@ func Describe(s Spec) (components.Description, error) {
 	ready := health
 	ready.Then = "the Node " + s.NodeName + " is Ready in a status this kubelet posted"
 	return components.Description{
-		Name: Name, Scope: s.NodeName, Kind: components.KindProcess, Phase: component.NodeAgent,
+		Name: Name, Scope: s.NodeName, Kind: components.KindProcess, Phase: boot.NodeAgent,
 		Needs:  []string{apiserver.Name, components.ID(containerd.Name, s.NodeName), components.ID(kubeproxy.Name, s.NodeName)},
 		Binary: Name, Command: Command(s), InSandbox: true,
 		Files: []components.File{{Path: s.ConfigFile, Content: b}},

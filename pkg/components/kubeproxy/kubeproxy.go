@@ -24,7 +24,7 @@ import (
 	componentbase "k8s.io/component-base/config/v1alpha1"
 	proxyv1alpha1 "k8s.io/kube-proxy/config/v1alpha1"
 
-	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/boot"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/components/apiserver"
 	"github.com/kubernix/kubernix/pkg/process"
@@ -118,7 +118,7 @@ func Describe(s Spec) (components.Description, error) {
 		needs = append(needs, s.Sandbox)
 	}
 	return components.Description{
-		Name: Name, Scope: s.NodeName, Kind: components.KindProcess, Phase: component.NodeAgent,
+		Name: Name, Scope: s.NodeName, Kind: components.KindProcess, Phase: boot.NodeAgent,
 		Needs: needs, Binary: Name, Command: Command(s), InSandbox: true,
 		Files: []components.File{
 			{Path: filepath.Join(s.ToolDir, "nft"), Link: s.NFT},

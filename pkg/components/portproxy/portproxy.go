@@ -8,7 +8,7 @@ import (
 	"net/netip"
 	"strings"
 
-	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/boot"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/portproxy"
@@ -51,7 +51,7 @@ func Describe(s Spec) components.Description {
 		lines = append(lines, fmt.Sprintf("%s/%s -> %s", f.Listen, f.Proto, f.Target))
 	}
 	return components.Description{
-		Name: Name, Scope: config.ControlPlaneScope, Kind: components.KindProcess, Phase: component.Infrastructure,
+		Name: Name, Scope: config.ControlPlaneScope, Kind: components.KindProcess, Phase: boot.Infrastructure,
 		Binary: components.SelfBinary, Command: Command(s), Probe: components.Probe{HTTPGet: s.HealthURL()},
 		Ports:   []components.Port{{Name: "healthz", IP: s.IP, Port: HealthzPort}},
 		Summary: "publish on the host " + strings.Join(lines, ", "),

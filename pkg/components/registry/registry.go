@@ -38,7 +38,7 @@ import (
 
 	"github.com/pelletier/go-toml/v2"
 
-	"github.com/kubernix/kubernix/pkg/component"
+	"github.com/kubernix/kubernix/pkg/boot"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/process"
@@ -140,7 +140,7 @@ func Describe(s Spec) ([]components.Description, error) {
 	}
 	describe := func(name, configFile string, ip netip.Addr, probe string, cfg []byte) components.Description {
 		return components.Description{
-			Name: name, Scope: config.ControlPlaneScope, Kind: components.KindProcess, Phase: component.Infrastructure,
+			Name: name, Scope: config.ControlPlaneScope, Kind: components.KindProcess, Phase: boot.Infrastructure,
 			Binary: Name, Command: process.Command{Path: s.Binary, Args: []string{"serve", configFile}},
 			Ports: []components.Port{{IP: ip, Port: s.Port, Flag: PortFlag}},
 			Probe: components.Probe{HTTPGet: s.URL(ip) + probe},

@@ -1,4 +1,4 @@
-package component
+package boot
 
 import (
 	"context"
@@ -83,7 +83,7 @@ func index(events []string, e string) int { return slices.Index(events, e) }
 
 func TestStartOrderAndReverseStop(t *testing.T) {
 	j := &journal{}
-	r := NewRegistry(quiet())
+	r := NewSequence(quiet())
 	err := r.Add(
 		&fake{name: "coredns", phase: Addons, j: j},
 		&fake{name: "kubelet", phase: NodeAgent, j: j},
@@ -117,7 +117,7 @@ func TestPhaseStartsInParallel(t *testing.T) {
 	j := &journal{}
 	var barrier sync.WaitGroup
 	barrier.Add(3)
-	r := NewRegistry(quiet())
+	r := NewSequence(quiet())
 	for _, n := range []string{"a", "b", "c"} {
 		if err := r.Add(&fake{name: n, phase: Controller, j: j, barrier: &barrier}); err != nil {
 			t.Fatal(err)
@@ -165,7 +165,7 @@ func TestFailurePartWay(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			j := &journal{}
 			boom := errors.New("boom")
-			r := NewRegistry(quiet())
+			r := NewSequence(quiet())
 			add := func(f *fake) {
 				f.j = j
 				if err := r.Add(f); err != nil {
@@ -219,7 +219,7 @@ func TestFailurePartWay(t *testing.T) {
 func TestFailureCancelsSiblings(t *testing.T) {
 	j := &journal{}
 	boom := errors.New("boom")
-	r := NewRegistry(quiet())
+	r := NewSequence(quiet())
 	slow := &fake{name: "slow", phase: Controller, j: j, block: true, began: make(chan struct{})}
 	if err := r.Add(slow, &fake{name: "bad", phase: Controller, j: j, err: boom, waitFor: []*fake{slow}}); err != nil {
 		t.Fatal(err)
@@ -241,7 +241,7 @@ func TestFailureCancelsSiblings(t *testing.T) {
 func TestStopCollectsErrorsAndStopsAll(t *testing.T) {
 	j := &journal{}
 	e1, e2 := errors.New("e1"), errors.New("e2")
-	r := NewRegistry(quiet())
+	r := NewSequence(quiet())
 	if err := r.Add(
 		&fake{name: "a", phase: Infrastructure, j: j, stopErr: e1},
 		&fake{name: "b", phase: ControlPlane, j: j, stopErr: e2},
@@ -264,7 +264,7 @@ func TestStopCollectsErrorsAndStopsAll(t *testing.T) {
 }
 
 func TestAddRejects(t *testing.T) {
-	r := NewRegistry(quiet())
+	r := NewSequence(quiet())
 	j := &journal{}
 	if err := r.Add(&fake{name: "x", phase: Infrastructure, j: j}); err != nil {
 		t.Fatal(err)
@@ -313,7 +313,7 @@ func (o *recorder) ComponentDone(t Timing) {
 
 func TestObserverSeesPhasesAndTimings(t *testing.T) {
 	j := &journal{}
-	r := NewRegistry(quiet())
+	r := NewSequence(quiet())
 	if err := r.Add(&fake{name: "etcd", phase: Infrastructure, j: j}, &fake{name: "dns", phase: Addons, j: j}); err != nil {
 		t.Fatal(err)
 	}
@@ -332,7 +332,7 @@ func TestObserverSeesPhasesAndTimings(t *testing.T) {
 
 func TestNeeds(t *testing.T) {
 	j := &journal{}
-	r := NewRegistry(quiet())
+	r := NewSequence(quiet())
 	kubelet := &fake{name: "kubelet", phase: NodeAgent, j: j, began: make(chan struct{}), needs: []string{"apiserver", "containerd"}}
 	// The scheduler is ready only once the kubelet began: with the default
 	// needs (every earlier phase), the kubelet would wait for it forever.
@@ -407,7 +407,7 @@ func TestNeedsRejected(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			j := &journal{}
-			r := NewRegistry(quiet())
+			r := NewSequence(quiet())
 			if err := r.Add(tt.cs(j)...); err != nil {
 				t.Fatal(err)
 			}

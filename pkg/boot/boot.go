@@ -1,10 +1,10 @@
-// Package component defines what kubernix starts and in which order: a
+// Package boot defines what kubernix starts and in which order: a
 // Component has a Phase, may name the components it needs (Needer), and
-// once started has a Stoppable handle. The Registry starts phases in order
+// once started has a Stoppable handle. The Sequence starts phases in order
 // and the components of a phase in parallel, each component as soon as
 // what it needs is ready, and stops whatever started in reverse order,
 // also after a failure part-way.
-package component
+package boot
 
 import (
 	"context"
@@ -95,7 +95,7 @@ func (f StopFunc) Stop(ctx context.Context) error { return f(ctx) }
 
 // Component is something the cluster starts.
 type Component interface {
-	// Name is unique within the registry, e.g. "etcd" or "kubelet@node-1".
+	// Name is unique within the sequence, e.g. "etcd" or "kubelet@node-1".
 	Name() string
 	Phase() Phase
 	// Start starts the component and returns once it is ready (its
@@ -144,8 +144,8 @@ type Observer interface {
 	ComponentDone(t Timing)
 }
 
-// Registry holds the components of a cluster.
-type Registry struct {
+// Sequence holds the components of a cluster.
+type Sequence struct {
 	log        *slog.Logger
 	components []Component
 
@@ -159,9 +159,9 @@ type started struct {
 	stop  Stoppable
 }
 
-// NewRegistry returns an empty registry logging to log.
-func NewRegistry(log *slog.Logger) *Registry {
-	return &Registry{log: log}
+// NewSequence returns an empty sequence logging to log.
+func NewSequence(log *slog.Logger) *Sequence {
+	return &Sequence{log: log}
 }
 
 // ErrDuplicate is returned by Add for a second component with the same name.
@@ -169,7 +169,7 @@ var ErrDuplicate = errors.New("duplicate component")
 
 // Add registers components. It errors (wrapping ErrDuplicate) on a name
 // already registered, or on a phase outside Phases, and adds none then.
-func (r *Registry) Add(cs ...Component) error {
+func (r *Sequence) Add(cs ...Component) error {
 	names := map[string]bool{}
 	for _, c := range r.components {
 		names[c.Name()] = true
@@ -188,7 +188,7 @@ func (r *Registry) Add(cs ...Component) error {
 }
 
 // Components returns the registered components of phase p, in order added.
-func (r *Registry) Components(p Phase) []Component {
+func (r *Sequence) Components(p Phase) []Component {
 	var out []Component
 	for _, c := range r.components {
 		if c.Phase() == p {
@@ -207,7 +207,7 @@ func (r *Registry) Components(p Phase) []Component {
 // …"; what did start stays registered for Stop. Needs that name an
 // unknown component, a component of a later phase, or form a cycle are an
 // error before anything starts. obs may be nil.
-func (r *Registry) Start(ctx context.Context, obs Observer) error {
+func (r *Sequence) Start(ctx context.Context, obs Observer) error {
 	needs, err := r.needs()
 	if err != nil {
 		return err
@@ -232,12 +232,12 @@ func (r *Registry) Start(ctx context.Context, obs Observer) error {
 	return b.err(ctx)
 }
 
-// boot is one run of Registry.Start.
+// boot is one run of Sequence.Start.
 type boot struct {
-	r      *Registry
+	r      *Sequence
 	cancel context.CancelCauseFunc // cancels the boot's ctx, the first failure its cause
 	obs    Observer
-	needs  map[string][]string      // see Registry.needs
+	needs  map[string][]string      // see Sequence.needs
 	ready  map[string]chan struct{} // by name, closed once it is ready
 	phases *phaseTracker
 	errs   []error // by index in r.components
@@ -306,7 +306,7 @@ func (b *boot) err(ctx context.Context) error {
 
 // needs returns, by component name, the names of the components it needs
 // (see Start), sorted, and checks them.
-func (r *Registry) needs() (map[string][]string, error) {
+func (r *Sequence) needs() (map[string][]string, error) {
 	byName := map[string]Component{}
 	for _, c := range r.components {
 		byName[c.Name()] = c
@@ -426,7 +426,7 @@ func (t *phaseTracker) ready(p Phase) {
 // need it have stopped (with the default needs: phases in reverse, and
 // within a phase in parallel). It stops everything even when some stops
 // fail, and returns their errors joined. Calling it again is a no-op.
-func (r *Registry) Stop(ctx context.Context) error {
+func (r *Sequence) Stop(ctx context.Context) error {
 	r.mu.Lock()
 	all := r.started
 	r.started = nil
