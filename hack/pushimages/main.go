@@ -33,8 +33,8 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 
 	"github.com/kubernix/kubernix/internal/toolmain"
-	"github.com/kubernix/kubernix/pkg/cluster"
 	kxregistry "github.com/kubernix/kubernix/pkg/components/registry"
+	"github.com/kubernix/kubernix/pkg/state"
 )
 
 func main() { toolmain.Main("pushimages", run) }
@@ -55,7 +55,7 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	}
 	auth := remote.WithAuthFromKeychain(authn.DefaultKeychain)
 	if *stateDir != "" {
-		cfg, err := cluster.LoadRecorded(*stateDir)
+		cfg, err := state.LoadRecorded(*stateDir)
 		if err != nil {
 			return fmt.Errorf("-state-dir %s: the cluster's recorded config: %w", *stateDir, err)
 		}

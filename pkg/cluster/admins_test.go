@@ -18,6 +18,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/pki"
+	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // TestClusterAdmins checks the bindings the admin and the apiserver's
@@ -145,8 +146,8 @@ func TestKubeconfigCredentials(t *testing.T) {
 		name, path, cn string
 		groups         []string
 	}{
-		{"user", ClientKubeconfig(plan.Paths), "kubernix-admin", []string{"kubernix:cluster-admins"}},
-		{"supervisor", SuperAdminKubeconfig(plan.Paths), "kubernix-super-admin", []string{"system:masters"}},
+		{"user", state.ClientKubeconfig(plan.Paths), "kubernix-admin", []string{"kubernix:cluster-admins"}},
+		{"supervisor", state.SuperAdminKubeconfig(plan.Paths), "kubernix-super-admin", []string{"system:masters"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

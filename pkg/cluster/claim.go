@@ -5,20 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/network"
+	"github.com/kubernix/kubernix/pkg/state"
 )
-
-// NamesDir holds one file per cluster name in use on this host (root
-// mode), holding the state dir of the cluster that uses it. Host-wide
-// resources (the bridge, iptables chains, cgroups) are named after the
-// cluster name, so two clusters of one name would tear each other down.
-const NamesDir = RunDir + "/names"
-
-func nameFile(name string) string { return filepath.Join(NamesDir, name) }
 
 // checkName returns an error wrapping ErrTaken and config.ErrInvalid when a
 // live cluster of plan's name runs from another state dir. Rootless
@@ -27,7 +19,7 @@ func checkName(plan *Plan) error {
 	if plan.Rootless {
 		return nil
 	}
-	b, err := os.ReadFile(nameFile(plan.Cfg.Name))
+	b, err := os.ReadFile(state.NameFile(plan.Cfg.Name))
 	if err != nil {
 		return nil
 	}
@@ -35,7 +27,7 @@ func checkName(plan *Plan) error {
 	if other == plan.Paths.State {
 		return nil
 	}
-	if pid, ok := Running(config.Paths{State: other}); ok {
+	if pid, ok := state.Running(config.Paths{State: other}); ok {
 		return fmt.Errorf("%w: %w: cluster name %q is in use by the cluster in %s (supervisor pid %d); choose another --name, or stop it with `kubernix down --name %s --state-dir %s`",
 			config.ErrInvalid, ErrTaken, plan.Cfg.Name, other, pid, plan.Cfg.Name, other)
 	}
@@ -47,10 +39,10 @@ func claimName(plan *Plan) error {
 	if plan.Rootless {
 		return nil
 	}
-	if err := os.MkdirAll(NamesDir, 0o755); err != nil {
+	if err := os.MkdirAll(state.NamesDir, 0o755); err != nil {
 		return err
 	}
-	return writeFile(nameFile(plan.Cfg.Name), []byte(plan.Paths.State+"\n"))
+	return state.WriteFile(state.NameFile(plan.Cfg.Name), []byte(plan.Paths.State+"\n"))
 }
 
 // releaseName drops the record if it is plan's.
@@ -58,22 +50,15 @@ func releaseName(plan *Plan) error {
 	if plan.Rootless {
 		return nil
 	}
-	b, err := os.ReadFile(nameFile(plan.Cfg.Name))
+	b, err := os.ReadFile(state.NameFile(plan.Cfg.Name))
 	if err != nil || strings.TrimSpace(string(b)) != plan.Paths.State {
 		return nil
 	}
-	if err := os.Remove(nameFile(plan.Cfg.Name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(state.NameFile(plan.Cfg.Name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	return nil
 }
-
-// HostNamespacesFile names the state dir of the one cluster whose node
-// runs in the host's namespaces (--executor process, as root). Its
-// kube-proxy's nftables tables and its kubelet's device plugin directory
-// have fixed names there, so a second such cluster, or a kube-proxy of
-// other software (k3s, kubeadm), would share them and break both.
-const HostNamespacesFile = RunDir + "/host-namespaces"
 
 // usesHostNamespaces reports whether plan's node runs in the host's own
 // namespaces: the process executor as root (a rootless cluster's "host"
@@ -85,7 +70,7 @@ func (p *Plan) usesHostNamespaces() bool {
 // hostNamespacesHolder returns the state dir recorded in
 // HostNamespacesFile, "" when there is none.
 func hostNamespacesHolder() string {
-	b, err := os.ReadFile(HostNamespacesFile)
+	b, err := os.ReadFile(state.HostNamespacesFile)
 	if err != nil {
 		return ""
 	}
@@ -106,7 +91,7 @@ func checkHostNamespaces(ctx context.Context, plan *Plan) error {
 	}
 	hint := "use --executor container (the default), which runs the node in a sandbox of its own"
 	if holder != "" {
-		if pid, ok := Running(config.Paths{State: holder}); ok {
+		if pid, ok := state.Running(config.Paths{State: holder}); ok {
 			return fmt.Errorf("%w: --executor process: the host's namespaces already hold the node of the cluster in %s (supervisor pid %d), and only one cluster can run there; %s",
 				config.ErrInvalid, holder, pid, hint)
 		}
@@ -132,7 +117,7 @@ func claimHostNamespaces(plan *Plan) error {
 	if !plan.usesHostNamespaces() {
 		return nil
 	}
-	return writeFile(HostNamespacesFile, []byte(plan.Paths.State+"\n"))
+	return state.WriteFile(state.HostNamespacesFile, []byte(plan.Paths.State+"\n"))
 }
 
 // releaseHostNamespaces removes what plan's node made in the host's
@@ -145,7 +130,7 @@ func releaseHostNamespaces(ctx context.Context, plan *Plan) error {
 	if err := network.DeleteKubeProxyTables(ctx); err != nil {
 		return err
 	}
-	if err := os.Remove(HostNamespacesFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(state.HostNamespacesFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	return nil
@@ -157,7 +142,7 @@ func hostNamespacesLeftovers(ctx context.Context, plan *Plan) []string {
 	if hostNamespacesHolder() != plan.Paths.State {
 		return nil
 	}
-	out := []string{"claim " + HostNamespacesFile}
+	out := []string{"claim " + state.HostNamespacesFile}
 	tables, _ := network.KubeProxyTables(ctx)
 	for _, t := range tables {
 		out = append(out, "nftables table "+t)

@@ -16,6 +16,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/network"
 	"github.com/kubernix/kubernix/pkg/node"
 	"github.com/kubernix/kubernix/pkg/process"
+	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // Cleanup removes everything a cluster may have left on the host, working
@@ -52,10 +53,10 @@ func Cleanup(ctx context.Context, plan *Plan, log *slog.Logger) error {
 	if plan.Rootless {
 		// rootlesskit ends when the supervisor in it does; one left
 		// behind (or our own ancestor, inside) is stopped last.
-		if runDir := plan.Paths.Run(RootlesskitScope, RootlesskitName); !recordsAncestor(runDir) {
+		if runDir := plan.Paths.Run(state.RootlesskitScope, state.RootlesskitName); !recordsAncestor(runDir) {
 			add(stopRecorded(ctx, runDir, log))
 			// It removes its state dir when it exits, unless killed.
-			if st, ok := ReadRootless(plan.Paths); ok && plan.outside() && st.RootlesskitStateDir != "" {
+			if st, ok := state.ReadRootless(plan.Paths); ok && plan.outside() && st.RootlesskitStateDir != "" {
 				add(os.RemoveAll(st.RootlesskitStateDir))
 			}
 		}
@@ -63,7 +64,7 @@ func Cleanup(ctx context.Context, plan *Plan, log *slog.Logger) error {
 	add(os.RemoveAll(plan.Paths.ImageCache()))
 	for _, nd := range plan.Nodes {
 		add(killOrphans(ctx, plan, nd.Name))
-		if err := os.Remove(FailedFile(plan.Paths, nd.Name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := os.Remove(state.FailedFile(plan.Paths, nd.Name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			add(err)
 		}
 	}
@@ -139,7 +140,7 @@ func undescribed(plan *Plan, ds []components.Description) []string {
 	for _, d := range components.Processes(ds) {
 		known[d.Command.RunDir] = true
 	}
-	return slices.DeleteFunc(RunDirs(plan.Paths), func(dir string) bool {
+	return slices.DeleteFunc(state.RunDirs(plan.Paths), func(dir string) bool {
 		return known[dir] || recordsAncestor(dir)
 	})
 }
@@ -208,9 +209,9 @@ func Leftovers(plan *Plan) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	runDirs := []string{SupervisorRunDir(plan.Paths)}
+	runDirs := []string{state.SupervisorRunDir(plan.Paths)}
 	if plan.Rootless {
-		runDirs = append(runDirs, plan.Paths.Run(RootlesskitScope, RootlesskitName))
+		runDirs = append(runDirs, plan.Paths.Run(state.RootlesskitScope, state.RootlesskitName))
 	}
 	for _, d := range components.Processes(ds) {
 		runDirs = append(runDirs, d.Command.RunDir)

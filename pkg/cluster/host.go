@@ -15,6 +15,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/network"
+	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // HostSysctl is a global sysctl a cluster changes and the value it sets.
@@ -50,10 +51,7 @@ const forwardPolicySetting = "iptables filter FORWARD policy"
 // original values, the FORWARD policy kubernix changed, and the state dirs
 // of the clusters that use them (sysctlLedger, JSON). It lives in /run: a
 // reboot restores the values and forgets the record together.
-const SysctlLedgerFile = RunDir + "/sysctls.json"
-
-// RunDir holds kubernix's host-wide records (root mode).
-const RunDir = "/run/kubernix"
+const SysctlLedgerFile = state.RunDir + "/sysctls.json"
 
 // sysctlLedger is the content of SysctlLedgerFile.
 type sysctlLedger struct {
@@ -253,7 +251,7 @@ func (l *sysctlLedger) restore(h hostSettings) ([]leftSetting, error) {
 // read, f and write, so clusters starting and stopping at once do not lose
 // each other's entries. An empty ledger (no cluster) is removed.
 func withSysctlLedger(f func(*sysctlLedger) error) error {
-	if err := os.MkdirAll(RunDir, 0o755); err != nil {
+	if err := os.MkdirAll(state.RunDir, 0o755); err != nil {
 		return err
 	}
 	lock, err := os.OpenFile(SysctlLedgerFile+".lock", os.O_CREATE|os.O_RDWR, 0o600)
@@ -287,7 +285,7 @@ func withSysctlLedger(f func(*sysctlLedger) error) error {
 	if err != nil {
 		return err
 	}
-	return writeFile(SysctlLedgerFile, b)
+	return state.WriteFile(SysctlLedgerFile, b)
 }
 
 // legacySysctlFile is where kubernix before the host-wide ledger recorded
@@ -348,8 +346,8 @@ func leaveSysctls(paths config.Paths, h hostSettings, log *slog.Logger) error {
 			// A cluster of an older kubernix, alone on the host.
 			l.Original = legacy
 		}
-		last := l.leave(paths.State, func(state string) bool {
-			_, ok := Running(config.Paths{State: state})
+		last := l.leave(paths.State, func(dir string) bool {
+			_, ok := state.Running(config.Paths{State: dir})
 			return ok
 		})
 		if !last {

@@ -7,28 +7,13 @@ import (
 	"log/slog"
 	"net/netip"
 	"os"
-	"path/filepath"
 
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/kubeconfig"
 	"github.com/kubernix/kubernix/pkg/pki"
+	"github.com/kubernix/kubernix/pkg/state"
 )
-
-// UserKubeconfig is what <state>/user-kubeconfig.json records: the user's
-// kubeconfig that up merges the cluster's context into, so that Cleanup
-// removes it from that same file whatever the environment of `down` (sudo
-// or not, $KUBECONFIG, $HOME), also after the supervisor was killed.
-type UserKubeconfig struct {
-	// Path is the kubeconfig file (kubeconfig.Target.Path).
-	Path string `json:"path"`
-}
-
-// UserKubeconfigFile is where UserKubeconfig is recorded.
-func UserKubeconfigFile(paths config.Paths) string {
-	return filepath.Join(paths.State, "user-kubeconfig.json")
-}
 
 // mergeUserKubeconfig merges the cluster's admin context into the user's
 // kubeconfig (userKubeconfigTarget), recording the file first. The cluster
@@ -40,18 +25,18 @@ func (c *Cluster) mergeUserKubeconfig() (warning string) {
 	p := c.Plan
 	target, err := c.userKubeconfigTarget()
 	if err == nil {
-		err = writeJSON(UserKubeconfigFile(p.Paths), UserKubeconfig{Path: target.Path})
+		err = state.WriteJSON(state.UserKubeconfigFile(p.Paths), state.UserKubeconfig{Path: target.Path})
 	}
 	if err == nil {
-		if err = kubeconfig.Merge(target, ClientKubeconfig(p.Paths), p.Cfg.ContextName(), c.Log); err != nil {
+		if err = kubeconfig.Merge(target, state.ClientKubeconfig(p.Paths), p.Cfg.ContextName(), c.Log); err != nil {
 			// Nothing was merged: down has nothing to remove.
-			err = errors.Join(err, removeIfExists(UserKubeconfigFile(p.Paths)))
+			err = errors.Join(err, state.RemoveIfExists(state.UserKubeconfigFile(p.Paths)))
 		}
 	}
 	if err == nil {
 		return ""
 	}
-	admin := ClientKubeconfig(p.Paths)
+	admin := state.ClientKubeconfig(p.Paths)
 	return fmt.Sprintf(`WARNING: the cluster is up, but its context %s is not in your kubeconfig %s: %v
   kubectl reaches the cluster with the admin kubeconfig %s:
     KUBECONFIG=%s kubectl get nodes
@@ -89,8 +74,8 @@ func (c *Cluster) userKubeconfigTarget() (kubeconfig.Target, error) {
 // on, the failure is logged with the way to remove the context by hand,
 // and the record is kept for the next down.
 func removeUserKubeconfig(plan *Plan, log *slog.Logger) error {
-	var rec UserKubeconfig
-	b, err := os.ReadFile(UserKubeconfigFile(plan.Paths))
+	var rec state.UserKubeconfig
+	b, err := os.ReadFile(state.UserKubeconfigFile(plan.Paths))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -98,14 +83,14 @@ func removeUserKubeconfig(plan *Plan, log *slog.Logger) error {
 		return err
 	}
 	if err := json.Unmarshal(b, &rec); err != nil {
-		return fmt.Errorf("read %s: %w", UserKubeconfigFile(plan.Paths), err)
+		return fmt.Errorf("read %s: %w", state.UserKubeconfigFile(plan.Paths), err)
 	}
 	if err := kubeconfig.Remove(rec.Path, plan.Cfg.ContextName(), log); err != nil {
 		log.Warn("could not remove the cluster's context from the kubeconfig; `kubectl config delete-context` and "+
 			"`kubectl config delete-cluster` remove it", "context", plan.Cfg.ContextName(), "file", rec.Path, "err", err)
 		return nil
 	}
-	return removeIfExists(UserKubeconfigFile(plan.Paths))
+	return state.RemoveIfExists(state.UserKubeconfigFile(plan.Paths))
 }
 
 // APIServerURL is the apiserver's URL on the cluster bridge,
@@ -129,28 +114,11 @@ func (p *Plan) APIServerURL() string {
 // when the PKI was never made.
 func StandaloneKubeconfig(p *Plan, internal bool) (*clientcmdapi.Config, error) {
 	server := p.APIServerURL()
-	if st, ok := ReadRootless(p.Paths); ok && !internal {
+	if st, ok := state.ReadRootless(p.Paths); ok && !internal {
 		server = "https://" + st.HostAPIServer.String()
 	}
 	b := pki.Files(p.PKISpec())
 	return kubeconfig.New(p.Cfg.ContextName(), server, b.CA.Cert, b.Admin)
-}
-
-// writeJSON records v as indented JSON at path.
-func writeJSON(path string, v any) error {
-	b, err := json.MarshalIndent(v, "", "  ")
-	if err != nil {
-		return err
-	}
-	return writeFile(path, append(b, '\n'))
-}
-
-// removeIfExists removes path; a missing path is not an error.
-func removeIfExists(path string) error {
-	if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return nil
 }
 
 func orUnknown(s string) string {

@@ -15,6 +15,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/kubeconfig"
 	"github.com/kubernix/kubernix/pkg/pki"
+	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // TestUserKubeconfigRecord checks that down removes the context from the
@@ -87,7 +88,7 @@ func TestUserKubeconfigRecord(t *testing.T) {
 			if err := removeUserKubeconfig(plan, c.Log); err != nil {
 				t.Fatalf("removeUserKubeconfig: %v", err)
 			}
-			_, recErr := os.Stat(UserKubeconfigFile(plan.Paths))
+			_, recErr := os.Stat(state.UserKubeconfigFile(plan.Paths))
 			switch {
 			case tt.wantWarning || tt.breakAfterUp != "":
 				if after, _ := os.ReadFile(user); !bytes.Equal(before, after) {

@@ -6,6 +6,7 @@ import (
 
 	"github.com/kubernix/kubernix/pkg/addons"
 	"github.com/kubernix/kubernix/pkg/components/cloudcontroller"
+	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // describeCloudController describes, with the loadbalancer addon, the cloud controller, which gives
@@ -25,7 +26,7 @@ func describeCloudController(p *Plan) ([]described, error) {
 		Self: self, ClusterName: p.Cfg.Name, Kubeconfig: p.Paths.Kubeconfig(cloudcontroller.Name),
 		Pool: p.Net.LoadBalancer, IP: p.APIServerIP, After: []string{clusterAdminsTask},
 	}
-	if st, ok := ReadRootless(p.Paths); ok && p.Rootless {
+	if st, ok := state.ReadRootless(p.Paths); ok && p.Rootless {
 		spec.RootlesskitAPI = filepath.Join(st.RootlesskitStateDir, "api.sock")
 	}
 	return plain(cloudcontroller.Describe(spec)), nil

@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/kubernix/kubernix/internal/atomicfile"
-	"os"
 	"path/filepath"
 	"sort"
 	"time"
@@ -18,10 +16,10 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
-	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/containerd"
 	"github.com/kubernix/kubernix/pkg/images"
 	"github.com/kubernix/kubernix/pkg/node"
+	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // Image labels kubernix sets on the images it imports.
@@ -32,11 +30,6 @@ const (
 	// LabelSource records the file an image was imported from.
 	LabelSource = "io.kubernix.source"
 )
-
-// FailedFile marks a node given up on; it holds the reason.
-func FailedFile(paths config.Paths, nodeName string) string {
-	return filepath.Join(paths.Run(nodeName, ""), "failed")
-}
 
 // containerdGiveUpAfter is how many failures in a row (exits, hangs,
 // failed restarts, without a minute of stable running in between) of a
@@ -51,7 +44,7 @@ const containerdGiveUpAfter = 7
 // cluster stays up.
 func (c *Cluster) nodeFailed(nd *node.Node, reason error) {
 	c.Log.Error("node failed: stopping its kubelet and kube-proxy", "node", nd.Name, "err", reason)
-	_ = writeFile(FailedFile(c.Plan.Paths, nd.Name), []byte(reason.Error()+"\n"))
+	_ = state.WriteFile(state.FailedFile(c.Plan.Paths, nd.Name), []byte(reason.Error()+"\n"))
 	c.mu.Lock()
 	agents := c.agents[nd.Name]
 	c.mu.Unlock()
@@ -281,15 +274,4 @@ func (c *Cluster) nodeReady(ctx context.Context, name string, since time.Time) e
 		}
 	}
 	return fmt.Errorf("node %s has no Ready condition yet", name)
-}
-
-// writeFile writes data to path atomically, readable by its owner alone
-// (config.StateFileMode), creating its directory (config.StateDirMode):
-// every record of the cluster's (kubernix.toml, cluster.toml,
-// rootless.json, claims) is written here.
-func writeFile(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), config.StateDirMode); err != nil {
-		return err
-	}
-	return atomicfile.Write(path, data, config.StateFileMode)
 }

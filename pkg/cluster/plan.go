@@ -20,6 +20,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/node"
 	"github.com/kubernix/kubernix/pkg/pki"
 	"github.com/kubernix/kubernix/pkg/release"
+	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // Plan is everything derived from the config and the host that Up needs.
@@ -61,7 +62,7 @@ func ReleaseOf(cfg config.Config) release.Release { return release.Default() }
 // doctor.Check and hold the binary paths. imagesDir holds the built-in image
 // tarballs.
 func NewPlan(cfg config.Config, facts doctor.Facts, imagesDir string) (*Plan, error) {
-	_, rootless := ReadRootless(cfg.Paths())
+	_, rootless := state.ReadRootless(cfg.Paths())
 	return newPlan(cfg, facts, imagesDir, rootless)
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/portproxy"
+	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // describePortProxy describes, when a node publishes ports ([[nodes]]
@@ -26,7 +27,7 @@ func describePortProxy(p *Plan) ([]described, error) {
 		return nil, err
 	}
 	spec := ppcomp.Spec{Self: self, Forwards: forwards, IP: p.APIServerIP}
-	if st, ok := ReadRootless(p.Paths); ok && p.Rootless {
+	if st, ok := state.ReadRootless(p.Paths); ok && p.Rootless {
 		spec.RootlesskitAPI = filepath.Join(st.RootlesskitStateDir, "api.sock")
 	}
 	return plain(ppcomp.Describe(spec)), nil

@@ -16,6 +16,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/doctor"
 	"github.com/kubernix/kubernix/pkg/rootless"
+	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // Mode says where the cluster that Prepare plans is to run, and so what
@@ -100,7 +101,7 @@ func Prepare(ctx context.Context, cfg config.Config, opts PrepareOptions) (*Prep
 	}
 	rootless := opts.Mode != AsRoot
 	if opts.Mode != InRootlesskit {
-		if pid, ok := Running(cfg.Paths()); ok {
+		if pid, ok := state.Running(cfg.Paths()); ok {
 			if err := refuse(runningError(cfg.Name, pid, runningChanges(cfg, opts.Mode))); err != nil {
 				return nil, err
 			}
@@ -178,8 +179,8 @@ func Prepare(ctx context.Context, cfg config.Config, opts PrepareOptions) (*Prep
 		}
 	}
 	if opts.Mode == InRootlesskit {
-		if _, ok := ReadRootless(plan.Paths); !ok {
-			return pr, fmt.Errorf("%s is missing: --rootless-child is started by `kubernix up` as an ordinary user", RootlessFile(plan.Paths))
+		if _, ok := state.ReadRootless(plan.Paths); !ok {
+			return pr, fmt.Errorf("%s is missing: --rootless-child is started by `kubernix up` as an ordinary user", state.RootlessFile(plan.Paths))
 		}
 	}
 	checks := []func() error{

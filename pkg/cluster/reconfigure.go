@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/host"
+	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // unshapingKeys are the settings that do not shape the cluster, left out
@@ -68,7 +69,7 @@ func (c Change) String() string {
 // needs a new cluster only when the cluster has etcd data to keep.
 // Errors wrap config.ErrInvalid when the record cannot be read.
 func ConfigChanges(cfg config.Config, rootless bool) ([]Change, error) {
-	recorded, err := LoadRecorded(cfg.Paths().State)
+	recorded, err := state.LoadRecorded(cfg.Paths().State)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/state/statetest"
 )
 
 // recordRun writes a state dir as a run of cfg leaves it: kubernix.toml
@@ -25,7 +26,7 @@ func recordRun(t *testing.T, cfg config.Config, withData bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mustWrite(t, p.ConfigFile(), string(b))
+	statetest.MustWrite(t, p.ConfigFile(), string(b))
 	if withData {
 		if err := os.MkdirAll(p.EtcdData(), 0o700); err != nil {
 			t.Fatal(err)

@@ -3,6 +3,7 @@ package cluster
 import (
 	"errors"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -65,7 +66,8 @@ func TestChoosePortsAsUser(t *testing.T) {
 		!strings.Contains(err.Error(), "registry (rootlesskit's port forward) cannot listen on 127.0.0.1") || !strings.Contains(err.Error(), "--registry-port") {
 		t.Errorf("choosePorts(registry on taken %d) = %v, want one ErrInvalid naming the port, the forward and --registry-port", port, err)
 	}
-	if got.RegistryPort != port || len(notices) != 0 {
+	// (A notice may move the default apiserver port, where a cluster runs.)
+	if got.RegistryPort != port || slices.ContainsFunc(notices, func(n string) bool { return strings.Contains(n, "registry") }) {
 		t.Errorf("choosePorts moved the registry port the user chose: %d, notices %q", got.RegistryPort, notices)
 	}
 	cfg.Addons = []string{"coredns"}

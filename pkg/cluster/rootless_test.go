@@ -14,6 +14,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/doctor"
 	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/release"
+	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // rootlessPlan is a 1-node rootless plan with the facts the doctor finds
@@ -112,28 +113,28 @@ func TestRootlessPlan(t *testing.T) {
 
 func TestRootlessState(t *testing.T) {
 	paths := config.Paths{State: t.TempDir()}
-	if _, ok := ReadRootless(paths); ok {
+	if _, ok := state.ReadRootless(paths); ok {
 		t.Fatal("rootless without a record")
 	}
-	if ClientKubeconfig(paths) != paths.Kubeconfig("admin") {
+	if state.ClientKubeconfig(paths) != paths.Kubeconfig("admin") {
 		t.Error("root cluster's client kubeconfig is not admin's")
 	}
-	want := RootlessState{UID: 1000, RootlesskitStateDir: "/x/rootlesskit"}
+	want := state.RootlessState{UID: 1000, RootlesskitStateDir: "/x/rootlesskit"}
 	want.HostAPIServer, _ = parseAddrPort("127.0.0.1:6443")
-	if err := WriteRootless(paths, want); err != nil {
+	if err := state.WriteRootless(paths, want); err != nil {
 		t.Fatal(err)
 	}
-	got, ok := ReadRootless(paths)
+	got, ok := state.ReadRootless(paths)
 	if !ok || got != want {
 		t.Errorf("ReadRootless = %+v, %v; want %+v", got, ok, want)
 	}
-	if ClientKubeconfig(paths) != HostKubeconfig(paths) {
+	if state.ClientKubeconfig(paths) != state.HostKubeconfig(paths) {
 		t.Error("rootless cluster's client kubeconfig is not the host one")
 	}
-	if err := ClearRootless(paths); err != nil {
+	if err := state.ClearRootless(paths); err != nil {
 		t.Fatal(err)
 	}
-	if err := ClearRootless(paths); err != nil {
+	if err := state.ClearRootless(paths); err != nil {
 		t.Errorf("second ClearRootless: %v", err)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/kubeconfig"
 	"github.com/kubernix/kubernix/pkg/pki"
+	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // TestStandaloneKubeconfig checks `kubernix kubeconfig`'s builder: the
@@ -45,7 +46,7 @@ func TestStandaloneKubeconfig(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tt.rootless {
-				if err := WriteRootless(plan.Paths, RootlessState{HostAPIServer: netip.MustParseAddrPort("127.0.0.1:7443")}); err != nil {
+				if err := state.WriteRootless(plan.Paths, state.RootlessState{HostAPIServer: netip.MustParseAddrPort("127.0.0.1:7443")}); err != nil {
 					t.Fatal(err)
 				}
 			}

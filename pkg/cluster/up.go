@@ -26,6 +26,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/network"
 	"github.com/kubernix/kubernix/pkg/pki"
 	"github.com/kubernix/kubernix/pkg/process"
+	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // ErrTaken is returned by Up when the cluster name is in use by a running
@@ -73,20 +74,6 @@ type Cluster struct {
 	agents map[string][]boot.Stoppable // node name -> kubelet, kube-proxy
 }
 
-// SupervisorScope and SupervisorName locate the supervisor's own run dir.
-const (
-	SupervisorScope = "supervisor"
-	SupervisorName  = "kubernix"
-)
-
-// Running reports the PID of the cluster's live supervisor, if any.
-func Running(paths config.Paths) (int, bool) {
-	return process.Running(SupervisorRunDir(paths))
-}
-
-// SupervisorRunDir is the run dir recording the cluster's supervisor.
-func SupervisorRunDir(paths config.Paths) string { return paths.Run(SupervisorScope, SupervisorName) }
-
 // Up brings the cluster of a plan that Prepare checked up, and returns
 // once every node is Ready and the addons are Available. It checks
 // nothing again: the caller holds the state dir's lock (Lock) since
@@ -120,7 +107,7 @@ func Up(ctx context.Context, plan *Plan, log *slog.Logger, opts Options) (*Clust
 	c.timings.Total = time.Since(begin)
 	_ = c.timings.save(plan.Paths)
 	if opts.Asked != nil {
-		if err := writeFile(plan.Paths.AskedConfigFile(), opts.Asked); err != nil {
+		if err := state.WriteFile(plan.Paths.AskedConfigFile(), opts.Asked); err != nil {
 			log.Warn("record the settings up was given", "err", err)
 		}
 	}
@@ -137,7 +124,7 @@ func (c *Cluster) up(ctx context.Context) error {
 	if err := privateDirs(p.Paths.Logs(), p.Paths.Images()); err != nil {
 		return err
 	}
-	if err := process.RecordSelf(p.Paths.Run(SupervisorScope, SupervisorName), SupervisorName, SupervisorScope); err != nil {
+	if err := process.RecordSelf(p.Paths.Run(state.SupervisorScope, state.SupervisorName), state.SupervisorName, state.SupervisorScope); err != nil {
 		return fmt.Errorf("record supervisor: %w", err)
 	}
 	// The record says how this run was laid out, so a cleanup after a
@@ -148,7 +135,7 @@ func (c *Cluster) up(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := writeFile(p.Paths.ConfigFile(), b); err != nil {
+	if err := state.WriteFile(p.Paths.ConfigFile(), b); err != nil {
 		return err
 	}
 	if err := c.prepareHost(); err != nil {
@@ -199,7 +186,7 @@ func (c *Cluster) prepare() error {
 	}
 	c.timings.Prepare = time.Since(prep)
 	c.progress("%-15s network, PKI and kubeconfigs  %s\n", "Prepare", round(c.timings.Prepare))
-	c.restConfig, err = clientcmd.BuildConfigFromFlags("", SuperAdminKubeconfig(p.Paths))
+	c.restConfig, err = clientcmd.BuildConfigFromFlags("", state.SuperAdminKubeconfig(p.Paths))
 	if err != nil {
 		return err
 	}
@@ -251,7 +238,7 @@ func (c *Cluster) writeKubeconfigs() error {
 	server := p.APIServerURL()
 	ids := map[string]pki.Pair{
 		"admin":                   b.Admin,
-		superAdmin:                b.SuperAdmin,
+		state.SuperAdmin:          b.SuperAdmin,
 		"kube-controller-manager": b.ControllerManager,
 		"kube-scheduler":          b.Scheduler,
 		"kube-proxy":              b.KubeProxy,
@@ -266,9 +253,9 @@ func (c *Cluster) writeKubeconfigs() error {
 			return fmt.Errorf("kubeconfig %s: %w", id, err)
 		}
 	}
-	if st, ok := ReadRootless(p.Paths); ok && p.Rootless {
+	if st, ok := state.ReadRootless(p.Paths); ok && p.Rootless {
 		hostServer := "https://" + st.HostAPIServer.String()
-		if err := kubeconfig.Write(HostKubeconfig(p.Paths), p.Cfg.ContextName(), hostServer, b.CA.Cert, b.Admin); err != nil {
+		if err := kubeconfig.Write(state.HostKubeconfig(p.Paths), p.Cfg.ContextName(), hostServer, b.CA.Cert, b.Admin); err != nil {
 			return fmt.Errorf("kubeconfig for the host: %w", err)
 		}
 	}
@@ -314,27 +301,14 @@ func (c *Cluster) ComponentDone(t boot.Timing) { c.timings.add(t) }
 
 func round(d time.Duration) time.Duration { return d.Round(10 * time.Millisecond) }
 
-// Timings are the boot timings the supervisor records in
-// <state>/supervisor/timings.json, for `kubernix status --timings` and
-// `make bench`.
-type Timings struct {
-	// Prepare is the host preparation before the first component: network,
-	// PKI, kubeconfigs.
-	Prepare time.Duration `json:"prepare_ns"`
-	// Phases maps a phase name to its wall time.
-	Phases map[string]time.Duration `json:"phases_ns"`
-	// Components are the per-component start and ready times.
-	Components []boot.Timing `json:"components"`
-	// Total is the time Up took.
-	Total time.Duration `json:"total_ns"`
-}
-
 type timings struct {
 	mu sync.Mutex
-	Timings
+	state.Timings
 }
 
-func newTimings() *timings { return &timings{Timings: Timings{Phases: map[string]time.Duration{}}} }
+func newTimings() *timings {
+	return &timings{Timings: state.Timings{Phases: map[string]time.Duration{}}}
+}
 
 func (t *timings) add(ct boot.Timing) {
 	t.mu.Lock()
@@ -371,20 +345,5 @@ func (t *timings) save(paths config.Paths) error {
 	if err != nil {
 		return err
 	}
-	return writeFile(TimingsFile(paths), b)
-}
-
-// TimingsFile is where the supervisor records Timings.
-func TimingsFile(paths config.Paths) string {
-	return filepath.Join(paths.Run(SupervisorScope, SupervisorName), "timings.json")
-}
-
-// ReadTimings reads the timings of the last successful up.
-func ReadTimings(paths config.Paths) (Timings, error) {
-	var t Timings
-	b, err := os.ReadFile(TimingsFile(paths))
-	if err != nil {
-		return t, err
-	}
-	return t, json.Unmarshal(b, &t)
+	return state.WriteFile(state.TimingsFile(paths), b)
 }

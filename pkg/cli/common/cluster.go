@@ -16,6 +16,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/doctor"
 	"github.com/kubernix/kubernix/pkg/host"
+	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // SavedConfig returns the config a cluster was started with, from
@@ -24,14 +25,14 @@ import (
 // where it was found. The cluster is the one in the state dir that
 // --state-dir (or KUBERNIX_STATE_DIR or the --config file) names; without
 // one, the one named --name: in its default state dir, else the one of
-// that name that `kubernix list` finds (cluster.DefaultInventory), as up
+// that name that `kubernix list` finds (state.DefaultInventory), as up
 // may have been given another --state-dir. Errors: one wrapping
 // os.ErrNotExist when there is no such cluster; one wrapping
 // config.ErrInvalid (exit 2) when several clusters of this user have the
 // name, or --name contradicts the name of the cluster in --state-dir.
 //
-// A cluster whose record cannot be read (cluster.LoadCluster) is returned
-// as the config cluster.Recover makes, with a *cluster.DamagedError: down
+// A cluster whose record cannot be read (state.LoadCluster) is returned
+// as the config state.Recover makes, with a *state.DamagedError: down
 // and delete go on with it (WarnDamaged), the other verbs report it. Its
 // name is the one the state dir's records give, else the selected one
 // (--name, or the default).
@@ -41,17 +42,17 @@ func (e *Env) SavedConfig() (config.Config, error) {
 		return cfg, err
 	}
 	if !host.Exists(cfg.Paths().ConfigFile()) && !slices.Contains(explicit, "state_dir") {
-		if cfg.StateDir, err = findByName(cluster.DefaultInventory(), cfg.Name, cfg.StateDir); err != nil {
+		if cfg.StateDir, err = findByName(state.DefaultInventory(), cfg.Name, cfg.StateDir); err != nil {
 			return cfg, err
 		}
 	}
-	saved, err := cluster.LoadCluster(cfg.StateDir)
-	var damaged *cluster.DamagedError
+	saved, err := state.LoadCluster(cfg.StateDir)
+	var damaged *state.DamagedError
 	switch {
 	case errors.Is(err, os.ErrNotExist):
 		return cfg, fmt.Errorf("no cluster %q in %s (%w); start one with `kubernix up`", cfg.Name, cfg.StateDir, os.ErrNotExist)
 	case errors.As(err, &damaged) && saved.Name == "":
-		saved = cluster.Recover(cfg.StateDir, cfg.Name)
+		saved = state.Recover(cfg.StateDir, cfg.Name)
 	case err != nil && damaged == nil:
 		return cfg, err
 	}
@@ -63,11 +64,11 @@ func (e *Env) SavedConfig() (config.Config, error) {
 }
 
 // WarnDamaged returns nil after a warning on the error stream when err
-// is a *cluster.DamagedError (a record that cannot be read), saying that
+// is a *state.DamagedError (a record that cannot be read), saying that
 // the cluster is brought down from its other records; other errors it
 // returns as they are. down and delete call it on SavedConfig's error.
 func (e *Env) WarnDamaged(err error) error {
-	var damaged *cluster.DamagedError
+	var damaged *state.DamagedError
 	if !errors.As(err, &damaged) {
 		return err
 	}
@@ -80,13 +81,13 @@ func (e *Env) WarnDamaged(err error) error {
 // or def when there is none. Several
 // of that name are an error wrapping config.ErrInvalid naming their state
 // dirs. A cluster whose record is damaged counts under the name its
-// other records give (cluster.RecordedName).
-func findByName(inv cluster.Inventory, name, def string) (string, error) {
+// other records give (state.RecordedName).
+func findByName(inv state.Inventory, name, def string) (string, error) {
 	dirs, _ := inv.StateDirs()
 	var found []string
-	var damaged *cluster.DamagedError
+	var damaged *state.DamagedError
 	for _, d := range dirs {
-		if c, err := cluster.LoadCluster(d); (err == nil || errors.As(err, &damaged)) && c.Name == name {
+		if c, err := state.LoadCluster(d); (err == nil || errors.As(err, &damaged)) && c.Name == name {
 			found = append(found, d)
 		}
 	}

@@ -12,8 +12,8 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
-	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // TestFindByName: --name alone finds a cluster that up was given another
@@ -21,7 +21,7 @@ import (
 // default state dir; a name two clusters have is refused naming both.
 func TestFindByName(t *testing.T) {
 	root := t.TempDir()
-	inv := cluster.Inventory{Root: filepath.Join(root, "kubernix")}
+	inv := state.Inventory{Root: filepath.Join(root, "kubernix")}
 	started := func(dir, name string) string {
 		t.Helper()
 		dir = filepath.Join(root, dir)
@@ -111,7 +111,7 @@ func TestUseClusterSettings(t *testing.T) {
 // damagedCluster writes a state dir at dir whose kubernix.toml (of a
 // cluster named name) got a line of garbage, with the admin kubeconfig up
 // writes, and records it in inv.
-func damagedCluster(t *testing.T, inv cluster.Inventory, dir, name string) {
+func damagedCluster(t *testing.T, inv state.Inventory, dir, name string) {
 	t.Helper()
 	p := config.Paths{State: dir}
 	if err := p.MakeState(); err != nil {
@@ -139,7 +139,7 @@ func damagedCluster(t *testing.T, inv cluster.Inventory, dir, name string) {
 // --name alone; a --name that contradicts it is refused.
 func TestSavedConfigDamaged(t *testing.T) {
 	root := t.TempDir()
-	inv := cluster.Inventory{Root: filepath.Join(root, "kubernix")}
+	inv := state.Inventory{Root: filepath.Join(root, "kubernix")}
 	dir := filepath.Join(root, "dmg")
 	damagedCluster(t, inv, dir, "dev")
 	if got, err := findByName(inv, "dev", "/default"); err != nil || got != dir {
@@ -165,12 +165,12 @@ func TestSavedConfigDamaged(t *testing.T) {
 			}
 			cfg, err := e.SavedConfig()
 			if tt.invalid {
-				if !errors.Is(err, config.ErrInvalid) || errors.As(err, new(*cluster.DamagedError)) {
+				if !errors.Is(err, config.ErrInvalid) || errors.As(err, new(*state.DamagedError)) {
 					t.Fatalf("SavedConfig = %v, want an invalid --name", err)
 				}
 				return
 			}
-			var damaged *cluster.DamagedError
+			var damaged *state.DamagedError
 			if !errors.As(err, &damaged) || cfg.Name != "dev" || cfg.StateDir != dir {
 				t.Fatalf("SavedConfig = %s in %s, %v; want dev in %s with a DamagedError", cfg.Name, cfg.StateDir, err, dir)
 			}

@@ -15,8 +15,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubernix/kubernix/pkg/addons"
-	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // Streams are the standard streams a command reads and writes.
@@ -62,10 +62,10 @@ func (e *Env) BindSelector(cmd *cobra.Command) {
 }
 
 // completeClusterNames completes --name with the names of this user's
-// clusters on this machine (cluster.DefaultInventory), each described by
+// clusters on this machine (state.DefaultInventory), each described by
 // its state and state dir.
 func completeClusterNames(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-	infos, _ := cluster.DefaultInventory().Find()
+	infos, _ := state.DefaultInventory().Find()
 	var out []cobra.Completion
 	for _, info := range infos {
 		out = append(out, cobra.CompletionWithDesc(info.Name, fmt.Sprintf("%s, %s", info.State, info.StateDir)))

@@ -13,12 +13,13 @@ import (
 	"github.com/kubernix/kubernix/pkg/cli/down"
 	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // NewCommand returns `kubernix delete [--name N | --all]`: down (which
 // also removes the cluster's context from the kubeconfig up merged it
 // into, and its claims in /run/kubernix), then the cluster's state dir and
-// its entry in the index of clusters (cluster.Purge). A state dir that is
+// its entry in the index of clusters (state.Purge). A state dir that is
 // not kubernix's is refused before anything is done. A cluster that does
 // not exist is not an error (a note on the error stream, exit 0), as with
 // `kind delete cluster`. --all deletes every cluster of the user on this
@@ -67,12 +68,12 @@ error. --all deletes every cluster ` + "`kubernix list`" + ` shows.`,
 	return cmd
 }
 
-// Delete refuses a state dir that is not kubernix's (cluster.CheckOwned),
+// Delete refuses a state dir that is not kubernix's (state.CheckOwned),
 // then brings the cluster of cfg (its recorded config) down as `kubernix
-// down` does and removes its state dir and index entry (cluster.Purge).
+// down` does and removes its state dir and index entry (state.Purge).
 func Delete(ctx context.Context, env *common.Env, cfg config.Config, timeout time.Duration) error {
 	p := cfg.Paths()
-	if err := cluster.CheckOwned(p.State); err != nil {
+	if err := state.CheckOwned(p.State); err != nil {
 		return err
 	}
 	err := down.Down(ctx, env, cfg, timeout)
@@ -85,7 +86,7 @@ func Delete(ctx context.Context, env *common.Env, cfg config.Config, timeout tim
 	if err != nil {
 		return err
 	}
-	if err := cluster.Purge(cluster.DefaultInventory(), p, cfg.Name); err != nil {
+	if err := state.Purge(state.DefaultInventory(), p, cfg.Name); err != nil {
 		return err
 	}
 	common.Fprintf(env.Streams.Out, "cluster %q deleted (state dir %s removed)\n", cfg.Name, p.State)
@@ -98,7 +99,7 @@ func Delete(ctx context.Context, env *common.Env, cfg config.Config, timeout tim
 func deleteMissing(env *common.Env, cfg config.Config) error {
 	p := cfg.Paths()
 	if _, err := os.Stat(p.State); err == nil {
-		if err := cluster.Purge(cluster.DefaultInventory(), p, cfg.Name); err != nil {
+		if err := state.Purge(state.DefaultInventory(), p, cfg.Name); err != nil {
 			return err
 		}
 	}
@@ -107,8 +108,8 @@ func deleteMissing(env *common.Env, cfg config.Config) error {
 }
 
 // isStopped reports whether the cluster in stateDir is stopped, as
-// `kubernix list` says (cluster.Inspect).
+// `kubernix list` says (state.Inspect).
 func isStopped(stateDir string) bool {
-	info, err := cluster.Inspect(stateDir)
-	return err == nil && info.State == cluster.StateStopped
+	info, err := state.Inspect(stateDir)
+	return err == nil && info.State == state.StateStopped
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/process"
+	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // NewCommand returns `kubernix down`: it asks a live supervisor to bring
@@ -23,7 +24,7 @@ import (
 // is gone (even SIGKILLed), it removes whatever is left from the state dir.
 // The state dir (PKI, etcd data) is kept for the next up.
 //
-// It holds the state dir's lock (cluster.Lock) while it works. When an
+// It holds the state dir's lock (state.Lock) while it works. When an
 // `up` holds it, whether the cluster is starting or running, down sends
 // that supervisor SIGTERM (one that is starting aborts and removes what
 // it started) and waits for the lock; after --timeout it sends SIGKILL and
@@ -59,7 +60,7 @@ any failed, after trying all.`,
 				common.Fprintf(env.Streams.Err, "cluster %q does not exist (no kubernix.toml in %s): nothing to bring down\n", cfg.Name, cfg.StateDir)
 				return nil
 			}
-			var damaged *cluster.DamagedError
+			var damaged *state.DamagedError
 			errors.As(err, &damaged)
 			if err := env.WarnDamaged(err); err != nil {
 				return err
@@ -82,7 +83,7 @@ any failed, after trying all.`,
 }
 
 // Down brings the cluster of cfg (its recorded config, or for a damaged
-// record the one cluster.Recover made) down as `kubernix down` does and
+// record the one state.Recover made) down as `kubernix down` does and
 // reports it on env's output. It asks a live supervisor first, which
 // needs only cfg's name and state dir: the supervisor has its plan in
 // memory. Then it cleans up from the plan of cfg, which also stops every
@@ -97,7 +98,7 @@ func Down(ctx context.Context, env *common.Env, cfg config.Config, timeout time.
 	}
 	defer lock.Close()
 	// A supervisor of an older kubernix holds no lock.
-	if sup, err := process.Adopt(cluster.SupervisorRunDir(cfg.Paths())); err == nil && sup.PID() != os.Getpid() {
+	if sup, err := process.Adopt(state.SupervisorRunDir(cfg.Paths())); err == nil && sup.PID() != os.Getpid() {
 		pid := sup.PID()
 		common.Fprintf(env.Streams.Out, "asking supervisor (pid %d) to bring cluster %q down\n", pid, cfg.Name)
 		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
@@ -132,7 +133,7 @@ func Down(ctx context.Context, env *common.Env, cfg config.Config, timeout time.
 }
 
 // All runs Down on every cluster of the user's inventory
-// (cluster.DefaultInventory) that is running or broken, in the
+// (state.DefaultInventory) that is running or broken, in the
 // inventory's order, whatever failed before (see ForEach).
 func All(ctx context.Context, env *common.Env, timeout time.Duration) error {
 	return ForEach(ctx, env, false, func(cfg config.Config) error { return Down(ctx, env, cfg, timeout) })
@@ -142,21 +143,21 @@ func All(ctx context.Context, env *common.Env, timeout time.Duration) error {
 // user's inventory that is running or broken (and stopped ones too with
 // stopped), in order, until ctx ends; that of a cluster whose record is
 // damaged is the one recovered from its other records, after a warning
-// (cluster.LoadCluster, Env.WarnDamaged); failures are reported on the error
+// (state.LoadCluster, Env.WarnDamaged); failures are reported on the error
 // stream and counted in the error (exit 1). An inventory that could not
 // be read in full is an error too (exit 1), after what was read is done.
 func ForEach(ctx context.Context, env *common.Env, stopped bool, f func(config.Config) error) error {
-	infos, err := cluster.DefaultInventory().Find()
+	infos, err := state.DefaultInventory().Find()
 	failed, tried := 0, 0
 	for _, in := range infos {
-		if in.State == cluster.StateStopped && !stopped {
+		if in.State == state.StateStopped && !stopped {
 			continue
 		}
 		tried++
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		cfg, err := cluster.LoadCluster(in.StateDir)
+		cfg, err := state.LoadCluster(in.StateDir)
 		if err = env.WarnDamaged(err); err == nil {
 			err = f(cfg)
 		}
@@ -181,13 +182,13 @@ func ForEach(ctx context.Context, env *common.Env, stopped bool, f func(config.C
 // that holds it to bring the cluster down and waiting up to timeout, then
 // killing a supervisor that did not (its components are left to the
 // cleanup, as after any killed supervisor). Only a holder whose record in
-// the lock file checks out is signalled (cluster.BusyError: its PID and
+// the lock file checks out is signalled (state.BusyError: its PID and
 // start time, checked again by process.Signal); for any other it waits.
-func lockForDown(ctx context.Context, env *common.Env, cfg config.Config, timeout time.Duration) (*cluster.StateLock, error) {
-	var holder *cluster.BusyError
-	lock, err := cluster.WaitLock(ctx, cfg, cluster.VerbDown, timeout, func(b *cluster.BusyError) {
+func lockForDown(ctx context.Context, env *common.Env, cfg config.Config, timeout time.Duration) (*state.StateLock, error) {
+	var holder *state.BusyError
+	lock, err := state.WaitLock(ctx, cfg, state.VerbDown, timeout, func(b *state.BusyError) {
 		holder = b
-		if b.Verb != cluster.VerbUp || b.PID <= 0 {
+		if b.Verb != state.VerbUp || b.PID <= 0 {
 			common.Fprintf(env.Streams.Out, "waiting: %v\n", b)
 			return
 		}
@@ -196,18 +197,18 @@ func lockForDown(ctx context.Context, env *common.Env, cfg config.Config, timeou
 			common.Fprintf(env.Streams.Err, "signal supervisor %d: %v\n", b.PID, err)
 		}
 	})
-	if err == nil || !errors.Is(err, cluster.ErrBusy) || holder == nil || holder.Verb != cluster.VerbUp {
+	if err == nil || !errors.Is(err, state.ErrBusy) || holder == nil || holder.Verb != state.VerbUp {
 		return lock, err
 	}
-	var now *cluster.BusyError
-	if !errors.As(err, &now) || now.PID <= 0 || now.Verb != cluster.VerbUp {
+	var now *state.BusyError
+	if !errors.As(err, &now) || now.PID <= 0 || now.Verb != state.VerbUp {
 		return nil, err
 	}
 	common.Fprintf(env.Streams.Err, "supervisor (pid %d) did not bring the cluster down in %s; killing it and cleaning up without it\n", now.PID, timeout)
 	if err := process.Signal(now.PID, now.StartTime, syscall.SIGKILL); err != nil && !errors.Is(err, process.ErrNotRunning) {
 		return nil, fmt.Errorf("kill supervisor %d: %w", now.PID, err)
 	}
-	return cluster.WaitLock(ctx, cfg, cluster.VerbDown, 30*time.Second, nil)
+	return state.WaitLock(ctx, cfg, state.VerbDown, 30*time.Second, nil)
 }
 
 // CheckAll returns an error wrapping config.ErrInvalid (exit 2) when

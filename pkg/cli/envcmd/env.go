@@ -12,13 +12,13 @@ import (
 
 	"github.com/kubernix/kubernix/pkg/bins"
 	"github.com/kubernix/kubernix/pkg/cli/common"
-	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // Vars returns the cluster's environment as KEY=VALUE: KUBECONFIG (the
 // file up merged the context into when given --kubeconfig, else the admin
-// kubeconfig for clients on the host, see cluster.ClientKubeconfig),
+// kubeconfig for clients on the host, see state.ClientKubeconfig),
 // CONTAINER_RUNTIME_ENDPOINT and IMAGE_SERVICE_ENDPOINT (node 0's
 // containerd, for crictl), KUBERNIX_NAME (so kubernix verbs run there act
 // on this cluster, found by name as SavedConfig finds it), and PATH led
@@ -26,7 +26,7 @@ import (
 func Vars(cfg config.Config) []string {
 	p := cfg.Paths()
 	sock := "unix://" + p.Node(cfg.NodeName(0)).ContainerdSocket()
-	kc := cluster.ClientKubeconfig(p)
+	kc := state.ClientKubeconfig(p)
 	if cfg.Kubeconfig != "" {
 		kc = cfg.Kubeconfig
 	}

@@ -13,8 +13,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/kubernix/kubernix/pkg/cli/common"
-	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // Cluster is one row of `kubernix list`, and one element of its JSON
@@ -25,8 +25,8 @@ type Cluster struct {
 	Name string `json:"name"`
 	// Nodes is the number of nodes it was last started with.
 	Nodes int `json:"nodes"`
-	// State is "running", "stopped" or "broken" (see cluster.State).
-	State cluster.State `json:"state"`
+	// State is "running", "stopped" or "broken" (see state.State).
+	State state.State `json:"state"`
 	// Mode is "root" or "rootless".
 	Mode string `json:"mode"`
 	// StateDir is the cluster's state directory (absolute).
@@ -49,7 +49,7 @@ const (
 // on this machine (root's clusters as root, else the user's rootless
 // ones) with its nodes, state, age, mode and state dir, found in the state
 // root, the index of state dirs `up` keeps and (as root) the name claims
-// (cluster.Inventory). It reads files and the process and mount tables
+// (state.Inventory). It reads files and the process and mount tables
 // only: no apiserver is asked and no binary is run.
 func NewCommand(env *common.Env) *cobra.Command {
 	return newCommand(env, "list", "ls")
@@ -103,7 +103,7 @@ list, and the exit code is 1.`,
 			}
 			// What could be read is listed, then the rest is an error
 			// (exit 1).
-			infos, findErr := cluster.DefaultInventory().Find()
+			infos, findErr := state.DefaultInventory().Find()
 			if len(infos) == 0 && output == common.OutputTable && findErr == nil {
 				common.Fprintf(env.Streams.Err, "no clusters found\n")
 				return nil
@@ -127,7 +127,7 @@ list, and the exit code is 1.`,
 }
 
 // rows turns the inventory into output rows.
-func rows(infos []cluster.Info) []Cluster {
+func rows(infos []state.Info) []Cluster {
 	out := make([]Cluster, 0, len(infos))
 	for _, in := range infos {
 		c := Cluster{Name: in.Name, Nodes: in.Nodes, State: in.State, Mode: ModeRoot, StateDir: in.StateDir,
@@ -151,10 +151,10 @@ const maxProblems = 3
 // brokenNotes words a line for each broken cluster of infos: why it is
 // broken (its first maxProblems problems, and how many more) and what
 // brings it down. The table shows only the state; -o json has them all.
-func brokenNotes(infos []cluster.Info) []string {
+func brokenNotes(infos []state.Info) []string {
 	var out []string
 	for _, in := range infos {
-		if in.State != cluster.StateBroken {
+		if in.State != state.StateBroken {
 			continue
 		}
 		problems := in.Problems

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/kubernix/kubernix/pkg/cli/common"
-	"github.com/kubernix/kubernix/pkg/cluster"
+	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // TestPrint: the table's columns and kubectl-style AGE, and the stable
@@ -15,10 +15,10 @@ import (
 // when unset).
 func TestPrint(t *testing.T) {
 	now := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
-	infos := []cluster.Info{
-		{Name: "a", StateDir: "/var/lib/kubernix/a", Nodes: 3, State: cluster.StateRunning, Supervisor: 42, Started: now.Add(-90 * time.Minute)},
-		{Name: "b", StateDir: "/tmp/b", Nodes: 1, Rootless: true, State: cluster.StateBroken, Problems: []string{"process control-plane/etcd (pid 7)"}, Started: now.Add(-50 * time.Hour)},
-		{Name: "c", StateDir: "/tmp/c", Nodes: 1, State: cluster.StateStopped},
+	infos := []state.Info{
+		{Name: "a", StateDir: "/var/lib/kubernix/a", Nodes: 3, State: state.StateRunning, Supervisor: 42, Started: now.Add(-90 * time.Minute)},
+		{Name: "b", StateDir: "/tmp/b", Nodes: 1, Rootless: true, State: state.StateBroken, Problems: []string{"process control-plane/etcd (pid 7)"}, Started: now.Add(-50 * time.Hour)},
+		{Name: "c", StateDir: "/tmp/c", Nodes: 1, State: state.StateStopped},
 	}
 	tests := []struct {
 		format string
@@ -103,11 +103,11 @@ c     1      stopped  <unknown>  root      /tmp/c
 // a damaged record with nothing else left, fix it or delete); none for
 // the others.
 func TestBrokenNotes(t *testing.T) {
-	infos := []cluster.Info{
-		{Name: "a", StateDir: "/s/a", State: cluster.StateRunning},
-		{Name: "b", StateDir: "/s/b", State: cluster.StateBroken, Problems: []string{"the cluster's record /s/b/kubernix.toml cannot be read: toml: x"}},
-		{StateDir: "/s/c", State: cluster.StateBroken, Problems: []string{"p1", "p2", "p3", "p4", "p5"}},
-		{Name: "d", StateDir: "/s/d", State: cluster.StateBroken, Damaged: true, Problems: []string{"record damaged"}},
+	infos := []state.Info{
+		{Name: "a", StateDir: "/s/a", State: state.StateRunning},
+		{Name: "b", StateDir: "/s/b", State: state.StateBroken, Problems: []string{"the cluster's record /s/b/kubernix.toml cannot be read: toml: x"}},
+		{StateDir: "/s/c", State: state.StateBroken, Problems: []string{"p1", "p2", "p3", "p4", "p5"}},
+		{Name: "d", StateDir: "/s/d", State: state.StateBroken, Damaged: true, Problems: []string{"record damaged"}},
 	}
 	want := []string{
 		"cluster \"b\" (/s/b) is broken: the cluster's record /s/b/kubernix.toml cannot be read: toml: x; `kubernix down --state-dir /s/b` brings it down",

@@ -18,6 +18,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // NewCommand returns `kubernix logs [COMPONENT] [--node N] [-f]`: the log
@@ -99,7 +100,7 @@ func completions(logs []clusterLog) []cobra.Completion {
 		if !slices.Contains(names, l.Name) {
 			names = append(names, l.Name)
 		}
-		if l.Scope != config.ControlPlaneScope && l.Scope != cluster.SupervisorScope {
+		if l.Scope != config.ControlPlaneScope && l.Scope != state.SupervisorScope {
 			scoped = append(scoped, l.Name+"@"+l.Scope)
 		}
 	}
@@ -134,7 +135,7 @@ func clusterLogs(ctx context.Context, cfg config.Config) ([]clusterLog, error) {
 	p := cfg.Paths()
 	return append(out,
 		clusterLog{"audit", config.ControlPlaneScope, p.Log(config.ControlPlaneScope, "audit")},
-		clusterLog{"supervisor", cluster.SupervisorScope, p.Log(cluster.SupervisorScope, "supervisor")},
+		clusterLog{"supervisor", state.SupervisorScope, p.Log(state.SupervisorScope, "supervisor")},
 	), nil
 }
 
@@ -169,7 +170,7 @@ func find(cfg config.Config, logs []clusterLog, component string, nodeIndex int,
 		if l.Name != name {
 			continue
 		}
-		node := l.Scope != config.ControlPlaneScope && l.Scope != cluster.SupervisorScope
+		node := l.Scope != config.ControlPlaneScope && l.Scope != state.SupervisorScope
 		switch {
 		case named && l.Scope == scope, !named && !node, !named && l.Scope == cfg.NodeName(nodeIndex):
 			if _, err := os.Stat(l.Path); err != nil {

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // TestFind checks how a component given on the command line maps to its
@@ -24,7 +24,7 @@ func TestFind(t *testing.T) {
 		{"etcd", cp, filepath.Join(dir, "etcd.log")},
 		{"kubelet", cfg.NodeName(0), filepath.Join(dir, "kubelet-0.log")},
 		{"kubelet", cfg.NodeName(1), filepath.Join(dir, "kubelet-1.log")},
-		{"supervisor", cluster.SupervisorScope, filepath.Join(dir, "supervisor.log")},
+		{"supervisor", state.SupervisorScope, filepath.Join(dir, "supervisor.log")},
 		{"kube-proxy", cfg.NodeName(0), filepath.Join(dir, "never-written.log")},
 	}
 	for _, l := range logs[:4] {
@@ -74,7 +74,7 @@ func TestCompletions(t *testing.T) {
 	cp := config.ControlPlaneScope
 	logs := []clusterLog{
 		{"etcd", cp, "e"}, {"kubelet", "c-node-0", "k0"}, {"kubelet", "c-node-1", "k1"},
-		{"audit", cp, "a"}, {"supervisor", cluster.SupervisorScope, "s"},
+		{"audit", cp, "a"}, {"supervisor", state.SupervisorScope, "s"},
 	}
 	want := []string{"etcd", "kubelet", "audit", "supervisor", "kubelet@c-node-0", "kubelet@c-node-1"}
 	if got := completions(logs); !slices.Equal(got, want) {

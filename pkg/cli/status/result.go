@@ -26,7 +26,7 @@ type Status struct {
 	// from it.
 	Time time.Time `json:"time"`
 	// Damaged says why the cluster's record (its kubernix.toml) cannot
-	// be read (cluster.DamagedError); "" when it can. A damaged cluster's
+	// be read (state.DamagedError); "" when it can. A damaged cluster's
 	// Components are the processes its run records name, and it is
 	// never Healthy: `kubernix down` brings it down.
 	Damaged string `json:"damaged,omitempty"`
@@ -94,7 +94,7 @@ type Component struct {
 type FailedNode struct {
 	// Node is the node's name.
 	Node string `json:"node"`
-	// Reason is what the supervisor recorded (cluster.FailedFile).
+	// Reason is what the supervisor recorded (state.FailedFile).
 	Reason string `json:"reason"`
 }
 

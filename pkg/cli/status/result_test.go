@@ -16,6 +16,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/state"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -131,7 +132,7 @@ func TestStatusOutput(t *testing.T) {
 // renders them as a table and as JSON that parses back.
 func TestTimingsOutput(t *testing.T) {
 	t0 := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
-	rec := cluster.Timings{
+	rec := state.Timings{
 		Prepare: 1234567 * time.Microsecond, Total: 9876543 * time.Microsecond,
 		Components: []boot.Timing{
 			{Name: "kubelet/kx-node-0", Phase: "NodeAgent", Started: t0.Add(3 * time.Second), Ready: t0.Add(4500 * time.Millisecond), Elapsed: 1500 * time.Millisecond},

@@ -25,6 +25,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/pki"
 	"github.com/kubernix/kubernix/pkg/process"
+	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // NewCommand returns `kubernix status`: the supervisor, every component
@@ -47,7 +48,7 @@ func NewCommand(env *common.Env) *cobra.Command {
 				return err
 			}
 			cfg, err := env.SavedConfig()
-			var damaged *cluster.DamagedError
+			var damaged *state.DamagedError
 			if errors.As(err, &damaged) && !timings {
 				st := collectDamaged(cfg, damaged, time.Now())
 				if err := common.PrintOutput(env.Streams.Out, output, st, st.Table); err != nil {
@@ -59,7 +60,7 @@ func NewCommand(env *common.Env) *cobra.Command {
 				return err
 			}
 			if timings {
-				t, err := cluster.ReadTimings(cfg.Paths())
+				t, err := state.ReadTimings(cfg.Paths())
 				if err != nil {
 					return fmt.Errorf("no timings recorded (has the cluster been up?): %w", err)
 				}
@@ -99,14 +100,14 @@ func collect(ctx context.Context, cfg config.Config, now time.Time) (Status, err
 		return Status{}, err
 	}
 	st := Status{Cluster: cfg.Name, StateDir: p.State, Time: now.UTC()}
-	st.Supervisor.PID, st.Supervisor.Running = cluster.Running(p)
+	st.Supervisor.PID, st.Supervisor.Running = state.Running(p)
 	if !st.Supervisor.Running {
 		st.Supervisor.PID = 0
 	}
 	st.Components = componentStatus(ds, st.Supervisor.Running)
 	st.Ports = plan.Published()
 	for _, n := range cfg.NodeNames() {
-		if b, err := os.ReadFile(cluster.FailedFile(p, n)); err == nil {
+		if b, err := os.ReadFile(state.FailedFile(p, n)); err == nil {
 			st.FailedNodes = append(st.FailedNodes, FailedNode{Node: n, Reason: strings.TrimRight(string(b), "\n")})
 		}
 	}
@@ -136,15 +137,15 @@ func collect(ctx context.Context, cfg config.Config, now time.Time) (Status, err
 
 // collectDamaged is the status of a cluster whose record cannot be read
 // (damaged), at now: the damage, the supervisor and the processes its
-// run records name (cluster.RunDirs), as the supervisor recorded them
+// run records name (state.RunDirs), as the supervisor recorded them
 // while it runs; the apiserver is not asked, as without the record the
 // cluster's addresses are not known. Never healthy.
-func collectDamaged(cfg config.Config, damaged *cluster.DamagedError, now time.Time) Status {
+func collectDamaged(cfg config.Config, damaged *state.DamagedError, now time.Time) Status {
 	p := cfg.Paths()
 	st := Status{Cluster: cfg.Name, StateDir: p.State, Time: now.UTC(), Damaged: damaged.Error()}
-	st.Supervisor.PID, st.Supervisor.Running = cluster.Running(p)
+	st.Supervisor.PID, st.Supervisor.Running = state.Running(p)
 	var ds []components.Description
-	for _, dir := range cluster.RunDirs(p) {
+	for _, dir := range state.RunDirs(p) {
 		info, _ := process.ReadRun(dir)
 		d := components.Description{Name: filepath.Base(dir), Scope: filepath.Base(filepath.Dir(dir)), Kind: components.KindProcess}
 		if info.Name != "" {
@@ -178,7 +179,7 @@ func (s Status) healthy() bool {
 }
 
 func newClient(p config.Paths) (kubernetes.Interface, error) {
-	rc, err := clientcmd.BuildConfigFromFlags("", cluster.ClientKubeconfig(p))
+	rc, err := clientcmd.BuildConfigFromFlags("", state.ClientKubeconfig(p))
 	if err != nil {
 		return nil, err
 	}

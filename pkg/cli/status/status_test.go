@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/components/apiserver"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/pki"
 	"github.com/kubernix/kubernix/pkg/process"
+	"github.com/kubernix/kubernix/pkg/state"
 )
 
 func TestComponentState(t *testing.T) {
@@ -167,9 +167,9 @@ func TestWarnExpiring(t *testing.T) {
 // names the damage and lists the processes its run records name, live or
 // not, and is never healthy.
 func TestCollectDamaged(t *testing.T) {
-	state := t.TempDir()
-	p := config.Paths{State: state}
-	if err := process.RecordSelf(cluster.SupervisorRunDir(p), cluster.SupervisorName, cluster.SupervisorScope); err != nil {
+	dir := t.TempDir()
+	p := config.Paths{State: dir}
+	if err := process.RecordSelf(state.SupervisorRunDir(p), state.SupervisorName, state.SupervisorScope); err != nil {
 		t.Fatal(err)
 	}
 	sleep := exec.Command("sleep", "600")
@@ -183,8 +183,8 @@ func TestCollectDamaged(t *testing.T) {
 	if err := os.MkdirAll(p.Run("kx-node-0", "kubelet"), 0o755); err != nil { // never started
 		t.Fatal(err)
 	}
-	damaged := &cluster.DamagedError{File: p.ConfigFile(), Err: errors.New("toml: expected character =")}
-	st := collectDamaged(config.Config{Name: "kx", StateDir: state}, damaged, time.Now())
+	damaged := &state.DamagedError{File: p.ConfigFile(), Err: errors.New("toml: expected character =")}
+	st := collectDamaged(config.Config{Name: "kx", StateDir: dir}, damaged, time.Now())
 	if st.Damaged != damaged.Error() || !st.Supervisor.Running || st.Supervisor.PID != os.Getpid() || st.Healthy || st.healthy() {
 		t.Errorf("status %+v: want the damage, this process as supervisor, not healthy", st)
 	}

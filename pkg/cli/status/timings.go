@@ -6,7 +6,7 @@ import (
 	"time"
 
 	"github.com/kubernix/kubernix/pkg/cli/common"
-	"github.com/kubernix/kubernix/pkg/cluster"
+	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // Timings is what `kubernix status --timings` reports (-o json|yaml), and
@@ -46,7 +46,7 @@ func seconds3(d time.Duration) float64 {
 
 // newTimings converts the recorded timings, sorting the components by
 // start.
-func newTimings(t cluster.Timings) Timings {
+func newTimings(t state.Timings) Timings {
 	out := Timings{TotalSeconds: seconds3(t.Total), PrepareSeconds: seconds3(t.Prepare), Components: []ComponentTiming{}}
 	for _, c := range t.Components {
 		out.Components = append(out.Components, ComponentTiming{

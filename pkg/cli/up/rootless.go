@@ -22,6 +22,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/process"
 	"github.com/kubernix/kubernix/pkg/rootless"
+	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // runRootless is `kubernix up` as an ordinary user, for a plan Prepare
@@ -35,14 +36,14 @@ import (
 // shell and then does the same. The state dir's lock, taken before
 // anything here changes, is handed on to the supervisor as rootlesskit's
 // stdin.
-func runRootless(ctx context.Context, env *common.Env, plan *cluster.Plan, f *flags, lock *cluster.StateLock) error {
+func runRootless(ctx context.Context, env *common.Env, plan *cluster.Plan, f *flags, lock *state.StateLock) error {
 	cfg := plan.Cfg
 	paths := cfg.Paths()
 	kit, err := recordRootless(env, plan)
 	if err != nil {
 		return err
 	}
-	notifyPath := filepath.Join(paths.Run(cluster.SupervisorScope, ""), "notify")
+	notifyPath := filepath.Join(paths.Run(state.SupervisorScope, ""), "notify")
 	notify, err := openFIFO(notifyPath)
 	if err != nil {
 		return err
@@ -54,7 +55,7 @@ func runRootless(ctx context.Context, env *common.Env, plan *cluster.Plan, f *fl
 	if err := kit.Validate(); err != nil {
 		return fmt.Errorf("rootlesskit: %w", err)
 	}
-	logPath := paths.Log(cluster.SupervisorScope, "supervisor")
+	logPath := paths.Log(state.SupervisorScope, "supervisor")
 	logFile, err := process.OpenLog(logPath)
 	if err != nil {
 		return err
@@ -64,8 +65,8 @@ func runRootless(ctx context.Context, env *common.Env, plan *cluster.Plan, f *fl
 	if err != nil {
 		return err
 	}
-	if err := process.Record(paths.Run(cluster.RootlesskitScope, cluster.RootlesskitName), cluster.RootlesskitName,
-		cluster.RootlesskitScope, sup.cmd.Process.Pid, sup.cmd.Args, logPath); err != nil {
+	if err := process.Record(paths.Run(state.RootlesskitScope, state.RootlesskitName), state.RootlesskitName,
+		state.RootlesskitScope, sup.cmd.Process.Pid, sup.cmd.Args, logPath); err != nil {
 		env.Logger(cfg).Warn("recording rootlesskit", "pid", sup.cmd.Process.Pid, "err", err)
 	}
 	go func() {
@@ -109,7 +110,7 @@ func recordRootless(env *common.Env, plan *cluster.Plan) (rootless.Kit, error) {
 	if err := os.MkdirAll(filepath.Dir(kitDir), 0o700); err != nil {
 		return rootless.Kit{}, err
 	}
-	err := cluster.WriteRootless(paths, cluster.RootlessState{
+	err := state.WriteRootless(paths, state.RootlessState{
 		UID: os.Getuid(), RootlesskitStateDir: kitDir,
 		HostAPIServer: netip.AddrPortFrom(cluster.HostLoopback, uint16(port)),
 	})
@@ -142,7 +143,7 @@ func rootlessChildArgv(f *flags, cfg config.Config, notifyPath string) ([]string
 // its output to logFile; in the foreground, in its own process group (a
 // Ctrl-C on the terminal reaches only us, and we relay it once) with our
 // streams.
-func startRootlesskit(env *common.Env, kit rootless.Kit, detached bool, lock *cluster.StateLock, logFile *os.File) (*started, error) {
+func startRootlesskit(env *common.Env, kit rootless.Kit, detached bool, lock *state.StateLock, logFile *os.File) (*started, error) {
 	cmd := exec.Command(kit.Rootlesskit, kit.Args()...)
 	// The caller's whole environment: the supervisor inside is this
 	// kubernix and reads its settings from it as we did (KUBERNIX_*,
@@ -172,7 +173,7 @@ func startRootlesskit(env *common.Env, kit rootless.Kit, detached bool, lock *cl
 // interactive shell, or waits for Ctrl-C or SIGTERM, then stops rootlesskit
 // (the supervisor inside brings the cluster down) and waits for it.
 func superviseRootless(ctx context.Context, env *common.Env, cfg config.Config, detached bool, kit *started, logPath string) error {
-	pid, _ := cluster.Running(cfg.Paths())
+	pid, _ := state.Running(cfg.Paths())
 	if detached {
 		common.Fprintf(env.Streams.Out, "supervisor running rootless as pid %d under rootlesskit pid %d (log %s); `kubernix down --name %s` stops it\n",
 			pid, kit.cmd.Process.Pid, logPath, cfg.Name)

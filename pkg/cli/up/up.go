@@ -26,6 +26,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/doctor"
 	"github.com/kubernix/kubernix/pkg/process"
+	"github.com/kubernix/kubernix/pkg/state"
 )
 
 type flags struct {
@@ -117,13 +118,13 @@ func runUp(ctx context.Context, env *common.Env, f *flags, notify *notifier) err
 		signal.Ignore(syscall.SIGHUP)
 	}
 	// One up or down of a cluster at a time, held for the supervisor's
-	// life: a supervisor we start inherits it (cluster.Lock). Taking it
+	// life: a supervisor we start inherits it (state.Lock). Taking it
 	// makes the state dir, so as root it is taken once the read-only
 	// checks have passed: bad input leaves nothing behind.
 	stdin, _ := env.Streams.In.(*os.File)
-	lockState := func() (*cluster.StateLock, error) { return lockAndRecord(cfg, stdin) }
+	lockState := func() (*state.StateLock, error) { return lockAndRecord(cfg, stdin) }
 	if f.rootlessChild {
-		lock, err := cluster.Lock(cfg, cluster.VerbUp, stdin)
+		lock, err := state.Lock(cfg, state.VerbUp, stdin)
 		if err != nil {
 			return err
 		}
@@ -151,7 +152,7 @@ func runUp(ctx context.Context, env *common.Env, f *flags, notify *notifier) err
 	if mode == cluster.AsUser {
 		return runRootless(ctx, env, plan, f, lock)
 	}
-	if err := cluster.ClearRootless(cfg.Paths()); err != nil {
+	if err := state.ClearRootless(cfg.Paths()); err != nil {
 		return err
 	}
 	if f.detach {
@@ -246,8 +247,8 @@ func runShell(ctx context.Context, env *common.Env, cfg config.Config) error {
 // session, logging to <state>/supervisor.log, and relays its progress until
 // it reports ready (exit 0) or an error (its message, and its exit code).
 // The supervisor gets the state dir's lock as its stdin, and so holds it.
-func detach(ctx context.Context, env *common.Env, cfg config.Config, f *flags, lock *cluster.StateLock) error {
-	logPath := cfg.Paths().Log(cluster.SupervisorScope, "supervisor")
+func detach(ctx context.Context, env *common.Env, cfg config.Config, f *flags, lock *state.StateLock) error {
+	logPath := cfg.Paths().Log(state.SupervisorScope, "supervisor")
 	if err := cfg.Paths().MakeState(); err != nil {
 		return err
 	}
@@ -281,7 +282,7 @@ func detach(ctx context.Context, env *common.Env, cfg config.Config, f *flags, l
 // startSupervisor starts this kubernix as `up` with the parsed command line
 // (without --detach), in its own session, with notices to the pipe notify
 // (its fd 3), stdin the lock and output to logFile.
-func startSupervisor(f *flags, cfg config.Config, lock *cluster.StateLock, logFile, notify *os.File) (*started, error) {
+func startSupervisor(f *flags, cfg config.Config, lock *state.StateLock, logFile, notify *os.File) (*started, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
@@ -308,22 +309,22 @@ func startSupervisor(f *flags, cfg config.Config, lock *cluster.StateLock, logFi
 }
 
 // lockAndRecord marks the state dir as kubernix's (Paths.MakeState),
-// takes its lock for up (cluster.Lock) and records it in the user's index
-// of clusters, for `kubernix list` (cluster.Inventory). The marker comes
+// takes its lock for up (state.Lock) and records it in the user's index
+// of clusters, for `kubernix list` (state.Inventory). The marker comes
 // first: an up started beside this one then finds a kubernix state dir
 // (not a foreign one holding a lock file) and is refused by the lock,
 // naming its holder. The supervisor inside rootlesskit does not record:
 // there it is root of a user namespace, and the index is its user's, in
 // the state root outside.
-func lockAndRecord(cfg config.Config, inherited *os.File) (*cluster.StateLock, error) {
+func lockAndRecord(cfg config.Config, inherited *os.File) (*state.StateLock, error) {
 	if err := cfg.Paths().MakeState(); err != nil {
 		return nil, err
 	}
-	lock, err := cluster.Lock(cfg, cluster.VerbUp, inherited)
+	lock, err := state.Lock(cfg, state.VerbUp, inherited)
 	if err != nil {
 		return nil, err
 	}
-	if err := cluster.DefaultInventory().Record(cfg.Paths().State); err != nil {
+	if err := state.DefaultInventory().Record(cfg.Paths().State); err != nil {
 		lock.Close()
 		return nil, err
 	}

@@ -1,4 +1,4 @@
-package cluster
+package state
 
 import (
 	"crypto/sha256"
@@ -95,7 +95,7 @@ func (inv Inventory) Record(stateDir string) error {
 	if err := os.MkdirAll(inv.IndexDir(), 0o755); err != nil {
 		return fmt.Errorf("record the state dir in the cluster index: %w", err)
 	}
-	if err := writeFile(inv.IndexEntry(stateDir), []byte(stateDir+"\n")); err != nil {
+	if err := WriteFile(inv.IndexEntry(stateDir), []byte(stateDir+"\n")); err != nil {
 		return fmt.Errorf("record the state dir in the cluster index: %w", err)
 	}
 	return nil
@@ -103,7 +103,7 @@ func (inv Inventory) Record(stateDir string) error {
 
 // Forget removes stateDir's index entry; a missing entry is no error.
 func (inv Inventory) Forget(stateDir string) error {
-	return removeIfExists(inv.IndexEntry(stateDir))
+	return RemoveIfExists(inv.IndexEntry(stateDir))
 }
 
 // StateDirs lists, sorted and without repeats, the state dirs of the
@@ -172,7 +172,7 @@ func (inv Inventory) indexed() ([]string, error) {
 		}
 		p := config.Paths{State: dir}
 		if dir == "" || !slices.ContainsFunc([]string{p.ConfigFile(), p.Marker(), LockFile(p)}, host.Exists) {
-			errs = append(errs, removeIfExists(path))
+			errs = append(errs, RemoveIfExists(path))
 			continue
 		}
 		dirs = append(dirs, dir)
@@ -354,8 +354,8 @@ func remains(p config.Paths, name string) []string {
 // no down ran after the cluster's last up.
 func RunRecords(p config.Paths, name string) []string {
 	var out []string
-	if d, err := readRecord(nameFile(name)); err == nil && d == p.State {
-		out = append(out, "claim "+nameFile(name))
+	if d, err := readRecord(NameFile(name)); err == nil && d == p.State {
+		out = append(out, "claim "+NameFile(name))
 	}
 	if d, err := readRecord(HostNamespacesFile); err == nil && d == p.State {
 		out = append(out, "claim "+HostNamespacesFile)

@@ -1,4 +1,4 @@
-package cluster
+package state
 
 import (
 	"errors"
@@ -13,32 +13,8 @@ import (
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/process"
+	"github.com/kubernix/kubernix/pkg/state/statetest"
 )
-
-// makeCluster writes a state dir at dir as up leaves it: the marker and
-// kubernix.toml of a cluster of name with nodes nodes.
-func makeCluster(t *testing.T, dir, name string, nodes int) config.Paths {
-	t.Helper()
-	cfg := config.Default()
-	cfg.Name, cfg.Nodes, cfg.StateDir = name, nodes, dir
-	p := cfg.Paths()
-	if err := p.MakeState(); err != nil {
-		t.Fatal(err)
-	}
-	b, err := config.Marshal(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mustWrite(t, p.ConfigFile(), string(b))
-	return p
-}
-
-func mustWrite(t *testing.T, path, content string) {
-	t.Helper()
-	if err := writeFile(path, []byte(content)); err != nil {
-		t.Fatal(err)
-	}
-}
 
 // TestInventoryStateDirs: the state root's clusters, the index's and the
 // name claims', each once and only with a kubernix.toml; index entries of
@@ -48,22 +24,22 @@ func TestInventoryStateDirs(t *testing.T) {
 	root, elsewhere, names := t.TempDir(), t.TempDir(), t.TempDir()
 	inv := Inventory{Root: root, Names: names}
 	inRoot := filepath.Join(root, "a")
-	makeCluster(t, inRoot, "a", 1)
+	statetest.MakeCluster(t, inRoot, "a", 1)
 	if err := os.MkdirAll(filepath.Join(root, "not-a-cluster"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	custom := filepath.Join(elsewhere, "custom")
-	makeCluster(t, custom, "custom", 2)
+	statetest.MakeCluster(t, custom, "custom", 2)
 	claimed := filepath.Join(elsewhere, "claimed") // up refused after the lock
 	if err := (config.Paths{State: claimed}).MakeState(); err != nil {
 		t.Fatal(err)
 	}
 	gone := filepath.Join(elsewhere, "gone")
 	foreign := filepath.Join(elsewhere, "foreign")
-	mustWrite(t, filepath.Join(foreign, "notes.txt"), "mine\n")
+	statetest.MustWrite(t, filepath.Join(foreign, "notes.txt"), "mine\n")
 	named := filepath.Join(elsewhere, "named") // started by a kubernix without the index
-	makeCluster(t, named, "named", 1)
-	mustWrite(t, filepath.Join(names, "named"), named+"\n")
+	statetest.MakeCluster(t, named, "named", 1)
+	statetest.MustWrite(t, filepath.Join(names, "named"), named+"\n")
 	for _, d := range []string{inRoot, custom, claimed, gone, foreign} {
 		if err := inv.Record(d); err != nil {
 			t.Fatal(err)
@@ -72,7 +48,7 @@ func TestInventoryStateDirs(t *testing.T) {
 	if err := inv.Record(custom); err != nil { // twice: one entry
 		t.Fatal(err)
 	}
-	mustWrite(t, filepath.Join(inv.IndexDir(), "junk"), "relative/path\n")
+	statetest.MustWrite(t, filepath.Join(inv.IndexDir(), "junk"), "relative/path\n")
 
 	got, err := inv.StateDirs()
 	if err != nil {
@@ -152,7 +128,7 @@ func TestInspect(t *testing.T) {
 	}{
 		{name: "never run", setup: func(*testing.T, config.Paths) {}, want: StateStopped},
 		{name: "down: stale pidfile", want: StateStopped, setup: func(t *testing.T, p config.Paths) {
-			mustWrite(t, filepath.Join(p.Run(config.ControlPlaneScope, "etcd"), process.PidFile), "1\n")
+			statetest.MustWrite(t, filepath.Join(p.Run(config.ControlPlaneScope, "etcd"), process.PidFile), "1\n")
 		}},
 		{name: "supervised", supervised: true, want: StateRunning, setup: func(t *testing.T, p config.Paths) {
 			recordProcess(t, p, config.ControlPlaneScope, "etcd", liveProcess(t))
@@ -161,14 +137,14 @@ func TestInspect(t *testing.T) {
 			recordProcess(t, p, config.ControlPlaneScope, "etcd", liveProcess(t))
 		}},
 		{name: "supervisor gave up on a component", supervised: true, want: StateBroken, wantProblem: "component node-0/kubelet failed: exit status 1", setup: func(t *testing.T, p config.Paths) {
-			mustWrite(t, components.SupervisionFile(p.Run("node-0", "kubelet")),
+			statetest.MustWrite(t, components.SupervisionFile(p.Run("node-0", "kubelet")),
 				`{"state":"failed","restarts":5,"failures":5,"last_failure":"exit status 1"}`)
 		}},
 		{name: "a restarting component is not broken", supervised: true, want: StateRunning, setup: func(t *testing.T, p config.Paths) {
-			mustWrite(t, components.SupervisionFile(p.Run("node-0", "kubelet")), `{"state":"restarting","restarts":1}`)
+			statetest.MustWrite(t, components.SupervisionFile(p.Run("node-0", "kubelet")), `{"state":"restarting","restarts":1}`)
 		}},
 		{name: "supervisor gave up on a node", supervised: true, want: StateBroken, wantProblem: "node c-node-0 failed: containerd died", setup: func(t *testing.T, p config.Paths) {
-			mustWrite(t, FailedFile(p, "c-node-0"), "containerd died\n")
+			statetest.MustWrite(t, FailedFile(p, "c-node-0"), "containerd died\n")
 		}},
 		{name: "rootless, stopped", want: StateStopped, wantRootless: true, setup: func(t *testing.T, p config.Paths) {
 			if err := WriteRootless(p, RootlessState{UID: 1000}); err != nil {
@@ -178,7 +154,7 @@ func TestInspect(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := makeCluster(t, filepath.Join(t.TempDir(), "c"), "c", 3)
+			p := statetest.MakeCluster(t, filepath.Join(t.TempDir(), "c"), "c", 3)
 			if tt.supervised {
 				superviseHere(t, p)
 			}
@@ -224,21 +200,21 @@ func TestPurge(t *testing.T) {
 		wantErr error // nil: removed
 		wantMsg string
 	}{
-		{name: "stopped cluster", setup: func(t *testing.T, dir string) { makeCluster(t, dir, "c", 1) }},
+		{name: "stopped cluster", setup: func(t *testing.T, dir string) { statetest.MakeCluster(t, dir, "c", 1) }},
 		{name: "claimed, never started", setup: func(t *testing.T, dir string) {
 			if err := (config.Paths{State: dir}).MakeState(); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{name: "older kubernix: toml, no marker", setup: func(t *testing.T, dir string) {
-			p := makeCluster(t, dir, "c", 1)
+			p := statetest.MakeCluster(t, dir, "c", 1)
 			if err := os.Remove(p.Marker()); err != nil {
 				t.Fatal(err)
 			}
 		}},
 		{name: "missing", setup: func(*testing.T, string) {}},
 		{name: "not ours", wantErr: ErrNotOurs, wantMsg: "holds no .kubernix-state or kubernix.toml", setup: func(t *testing.T, dir string) {
-			mustWrite(t, filepath.Join(dir, "thesis.tex"), "precious\n")
+			statetest.MustWrite(t, filepath.Join(dir, "thesis.tex"), "precious\n")
 		}},
 		{name: "not ours, even empty", wantErr: ErrNotOurs, setup: func(t *testing.T, dir string) {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -246,14 +222,14 @@ func TestPurge(t *testing.T) {
 			}
 		}},
 		{name: "running", wantMsg: "runs (supervisor pid", setup: func(t *testing.T, dir string) {
-			superviseHere(t, makeCluster(t, dir, "c", 1))
+			superviseHere(t, statetest.MakeCluster(t, dir, "c", 1))
 		}},
 		{name: "supervisor killed", wantMsg: "is not down", setup: func(t *testing.T, dir string) {
-			recordProcess(t, makeCluster(t, dir, "c", 1), config.ControlPlaneScope, "etcd", liveProcess(t))
+			recordProcess(t, statetest.MakeCluster(t, dir, "c", 1), config.ControlPlaneScope, "etcd", liveProcess(t))
 		}},
 		{name: "context not removed", wantMsg: "its context is still in the kubeconfig", setup: func(t *testing.T, dir string) {
-			p := makeCluster(t, dir, "c", 1)
-			mustWrite(t, UserKubeconfigFile(p), `{"path":"/nonexistent/config"}`)
+			p := statetest.MakeCluster(t, dir, "c", 1)
+			statetest.MustWrite(t, UserKubeconfigFile(p), `{"path":"/nonexistent/config"}`)
 		}},
 	}
 	for _, tt := range tests {
