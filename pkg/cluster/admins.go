@@ -11,25 +11,8 @@ import (
 	"k8s.io/client-go/util/retry"
 
 	"github.com/kubernix/kubernix/pkg/pki"
+	"github.com/kubernix/kubernix/pkg/plan"
 )
-
-// ClusterAdminsBinding names the ClusterRoleBinding that gives the admin
-// credential's group (pki.ClusterAdminsGroup) the cluster-admin role, as
-// kubeadm's kubeadm:cluster-admins does (k8s.io/kubernetes
-// cmd/kubeadm/app/phases/kubeconfig: EnsureAdminClusterRoleBinding).
-const ClusterAdminsBinding = pki.ClusterAdminsGroup
-
-// KubeletAPIAdminBinding names the ClusterRoleBinding that lets the
-// apiserver's kubelet client (pki.APIServerKubeletClientName, no longer in
-// system:masters) use the kubelet API for logs, exec and port-forward, as
-// kubeadm's kubeadm:kubelet-api-admin does.
-const KubeletAPIAdminBinding = "kubernix:kubelet-api-admin"
-
-// CloudControllerBinding names the ClusterRoleBinding that gives the cloud
-// controller (pki.CloudControllerName) the upstream service controller's
-// ClusterRole, system:controller:service-controller (Services and their
-// status, Nodes, Events).
-const CloudControllerBinding = pki.CloudControllerName
 
 // applyAdminBindings is the cluster-admins task: it applies, as the super-admin, the
 // ClusterRoleBindings the cluster's own credentials rely on:
@@ -64,8 +47,8 @@ func adminBindings() []*rbacv1ac.ClusterRoleBindingApplyConfiguration {
 			WithSubjects(rbacv1ac.Subject().WithAPIGroup(rbacv1.GroupName).WithKind(kind).WithName(subject))
 	}
 	return []*rbacv1ac.ClusterRoleBindingApplyConfiguration{
-		bind(ClusterAdminsBinding, "cluster-admin", rbacv1.GroupKind, pki.ClusterAdminsGroup),
-		bind(KubeletAPIAdminBinding, "system:kubelet-api-admin", rbacv1.UserKind, pki.APIServerKubeletClientName),
-		bind(CloudControllerBinding, "system:controller:service-controller", rbacv1.UserKind, pki.CloudControllerName),
+		bind(plan.ClusterAdminsBinding, "cluster-admin", rbacv1.GroupKind, pki.ClusterAdminsGroup),
+		bind(plan.KubeletAPIAdminBinding, "system:kubelet-api-admin", rbacv1.UserKind, pki.APIServerKubeletClientName),
+		bind(plan.CloudControllerBinding, "system:controller:service-controller", rbacv1.UserKind, pki.CloudControllerName),
 	}
 }

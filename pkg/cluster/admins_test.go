@@ -18,6 +18,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/pki"
+	"github.com/kubernix/kubernix/pkg/plan"
 	"github.com/kubernix/kubernix/pkg/state"
 )
 
@@ -75,13 +76,13 @@ func TestClusterAdmins(t *testing.T) {
 // made in a temporary state dir.
 func testCluster(t *testing.T, nodes int) *Cluster {
 	t.Helper()
-	plan := testPlan(t, nodes)
-	plan.Paths = config.Paths{State: t.TempDir()}
-	bundle, err := pki.Ensure(plan.PKISpec())
+	pl := testPlan(t, nodes)
+	pl.Paths = config.Paths{State: t.TempDir()}
+	bundle, err := pki.Ensure(pl.PKISpec())
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &Cluster{Plan: plan, PKI: bundle, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	return &Cluster{Plan: pl, PKI: bundle, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 }
 
 // TestTrust checks which CA each control-plane component trusts for what:
@@ -89,8 +90,8 @@ func testCluster(t *testing.T, nodes int) *Cluster {
 // only the front-proxy CA.
 func TestTrust(t *testing.T) {
 	c := testCluster(t, 1)
-	plan, b := c.Plan, c.PKI
-	ds, err := Describe(plan)
+	pl, b := c.Plan, c.PKI
+	ds, err := plan.Describe(pl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,8 +118,8 @@ func TestTrust(t *testing.T) {
 		{"kube-apiserver", "--requestheader-extra-headers-prefix", "X-Remote-Extra-"},
 		{"kube-apiserver", "--proxy-client-cert-file", b.FrontProxyClient.Cert},
 		{"kube-apiserver", "--proxy-client-key-file", b.FrontProxyClient.Key},
-		{"kube-apiserver", "--audit-policy-file", plan.Paths.AuditPolicy()},
-		{"kube-apiserver", "--audit-log-path", plan.Paths.State + "/logs/control-plane/audit.log"},
+		{"kube-apiserver", "--audit-policy-file", pl.Paths.AuditPolicy()},
+		{"kube-apiserver", "--audit-log-path", pl.Paths.State + "/logs/control-plane/audit.log"},
 		{"kube-apiserver", "--audit-log-maxsize", "50"},
 		{"kube-apiserver", "--audit-log-maxbackup", "2"},
 		{"kube-controller-manager", "--requestheader-client-ca-file", b.FrontProxyCA.Cert},
@@ -138,7 +139,7 @@ func TestTrust(t *testing.T) {
 // are readable by their owner alone.
 func TestKubeconfigCredentials(t *testing.T) {
 	c := testCluster(t, 1)
-	plan := c.Plan
+	pl := c.Plan
 	if err := c.writeKubeconfigs(); err != nil {
 		t.Fatal(err)
 	}
@@ -146,8 +147,8 @@ func TestKubeconfigCredentials(t *testing.T) {
 		name, path, cn string
 		groups         []string
 	}{
-		{"user", state.ClientKubeconfig(plan.Paths), "kubernix-admin", []string{"kubernix:cluster-admins"}},
-		{"supervisor", state.SuperAdminKubeconfig(plan.Paths), "kubernix-super-admin", []string{"system:masters"}},
+		{"user", state.ClientKubeconfig(pl.Paths), "kubernix-admin", []string{"kubernix:cluster-admins"}},
+		{"supervisor", state.SuperAdminKubeconfig(pl.Paths), "kubernix-super-admin", []string{"system:masters"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,62 +9,56 @@ import (
 
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/network"
+	"github.com/kubernix/kubernix/pkg/plan"
 	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // checkName returns an error wrapping ErrTaken and config.ErrInvalid when a
 // live cluster of plan's name runs from another state dir. Rootless
 // clusters live in their own namespaces and are not checked.
-func checkName(plan *Plan) error {
-	if plan.Rootless {
+func checkName(pl *plan.Plan) error {
+	if pl.Rootless {
 		return nil
 	}
-	b, err := os.ReadFile(state.NameFile(plan.Cfg.Name))
+	b, err := os.ReadFile(state.NameFile(pl.Cfg.Name))
 	if err != nil {
 		return nil
 	}
 	other := strings.TrimSpace(string(b))
-	if other == plan.Paths.State {
+	if other == pl.Paths.State {
 		return nil
 	}
 	if pid, ok := state.Running(config.Paths{State: other}); ok {
 		return fmt.Errorf("%w: %w: cluster name %q is in use by the cluster in %s (supervisor pid %d); choose another --name, or stop it with `kubernix down --name %s --state-dir %s`",
-			config.ErrInvalid, ErrTaken, plan.Cfg.Name, other, pid, plan.Cfg.Name, other)
+			config.ErrInvalid, ErrTaken, pl.Cfg.Name, other, pid, pl.Cfg.Name, other)
 	}
 	return nil
 }
 
 // claimName records that plan's state dir uses its name.
-func claimName(plan *Plan) error {
-	if plan.Rootless {
+func claimName(pl *plan.Plan) error {
+	if pl.Rootless {
 		return nil
 	}
 	if err := os.MkdirAll(state.NamesDir, 0o755); err != nil {
 		return err
 	}
-	return state.WriteFile(state.NameFile(plan.Cfg.Name), []byte(plan.Paths.State+"\n"))
+	return state.WriteFile(state.NameFile(pl.Cfg.Name), []byte(pl.Paths.State+"\n"))
 }
 
 // releaseName drops the record if it is plan's.
-func releaseName(plan *Plan) error {
-	if plan.Rootless {
+func releaseName(pl *plan.Plan) error {
+	if pl.Rootless {
 		return nil
 	}
-	b, err := os.ReadFile(state.NameFile(plan.Cfg.Name))
-	if err != nil || strings.TrimSpace(string(b)) != plan.Paths.State {
+	b, err := os.ReadFile(state.NameFile(pl.Cfg.Name))
+	if err != nil || strings.TrimSpace(string(b)) != pl.Paths.State {
 		return nil
 	}
-	if err := os.Remove(state.NameFile(plan.Cfg.Name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := os.Remove(state.NameFile(pl.Cfg.Name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	return nil
-}
-
-// usesHostNamespaces reports whether plan's node runs in the host's own
-// namespaces: the process executor as root (a rootless cluster's "host"
-// namespaces are rootlesskit's, private to it).
-func (p *Plan) usesHostNamespaces() bool {
-	return len(p.Nodes) > 0 && p.Nodes[0].Exec.HostNetwork() && !p.Rootless
 }
 
 // hostNamespacesHolder returns the state dir recorded in
@@ -81,12 +75,12 @@ func hostNamespacesHolder() string {
 // plan's node would run in the host's namespaces (process executor) but
 // they are not free: another live cluster holds them, or kube-proxy
 // tables that are not this cluster's exist there. It changes nothing.
-func checkHostNamespaces(ctx context.Context, plan *Plan) error {
-	if !plan.usesHostNamespaces() {
+func checkHostNamespaces(ctx context.Context, pl *plan.Plan) error {
+	if !pl.UsesHostNamespaces() {
 		return nil
 	}
 	holder := hostNamespacesHolder()
-	if holder == plan.Paths.State {
+	if holder == pl.Paths.State {
 		return nil // ours, from a run that was killed: cleaned up at up
 	}
 	hint := "use --executor container (the default), which runs the node in a sandbox of its own"
@@ -113,18 +107,18 @@ func checkHostNamespaces(ctx context.Context, plan *Plan) error {
 
 // claimHostNamespaces records plan as the holder of the host's namespaces
 // when its node runs there.
-func claimHostNamespaces(plan *Plan) error {
-	if !plan.usesHostNamespaces() {
+func claimHostNamespaces(pl *plan.Plan) error {
+	if !pl.UsesHostNamespaces() {
 		return nil
 	}
-	return state.WriteFile(state.HostNamespacesFile, []byte(plan.Paths.State+"\n"))
+	return state.WriteFile(state.HostNamespacesFile, []byte(pl.Paths.State+"\n"))
 }
 
 // releaseHostNamespaces removes what plan's node made in the host's
 // namespaces (kube-proxy's nftables tables) and the claim, when the claim
 // is plan's: tables of anyone else are never touched.
-func releaseHostNamespaces(ctx context.Context, plan *Plan) error {
-	if hostNamespacesHolder() != plan.Paths.State {
+func releaseHostNamespaces(ctx context.Context, pl *plan.Plan) error {
+	if hostNamespacesHolder() != pl.Paths.State {
 		return nil
 	}
 	if err := network.DeleteKubeProxyTables(ctx); err != nil {
@@ -138,8 +132,8 @@ func releaseHostNamespaces(ctx context.Context, plan *Plan) error {
 
 // hostNamespacesLeftovers lists the claim and kube-proxy's tables in the
 // host's namespaces when the claim is plan's.
-func hostNamespacesLeftovers(ctx context.Context, plan *Plan) []string {
-	if hostNamespacesHolder() != plan.Paths.State {
+func hostNamespacesLeftovers(ctx context.Context, pl *plan.Plan) []string {
+	if hostNamespacesHolder() != pl.Paths.State {
 		return nil
 	}
 	out := []string{"claim " + state.HostNamespacesFile}

@@ -24,6 +24,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/components/scheduler"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/host"
+	"github.com/kubernix/kubernix/pkg/plan"
 	"github.com/kubernix/kubernix/pkg/process"
 )
 
@@ -40,9 +41,9 @@ import (
 //
 // The error names each problem's flag and wraps config.ErrInvalid (exit
 // 2), or wraps the error that kept a check from running.
-func CheckComponents(ctx context.Context, plan *Plan) error {
+func CheckComponents(ctx context.Context, pl *plan.Plan) error {
 	var errs []error
-	if file := plan.Cfg.AuditPolicy; file != "" {
+	if file := pl.Cfg.AuditPolicy; file != "" {
 		b, err := os.ReadFile(file)
 		if err == nil {
 			err = apiserver.CheckAuditPolicy(b)
@@ -50,9 +51,9 @@ func CheckComponents(ctx context.Context, plan *Plan) error {
 		if err != nil {
 			errs = append(errs, fmt.Errorf("--audit-policy %s: not an audit policy the kube-apiserver takes (apiVersion audit.k8s.io/v1, kind Policy, at least one rule): %w", file, err))
 		}
-		plan.AuditPolicy = b
+		pl.AuditPolicy = b
 	}
-	gateErrs, err := checkFeatureGates(ctx, plan)
+	gateErrs, err := checkFeatureGates(ctx, pl)
 	if err != nil {
 		return fmt.Errorf("check --feature-gates: %w", err)
 	}
@@ -113,8 +114,8 @@ const gateCheckTimeout = 30 * time.Second
 // plan's feature gates, naming the component and each gate it refuses
 // alone, with its own words; none when there are no gates. The error
 // says why a check could not run (a binary that does not start).
-func checkFeatureGates(ctx context.Context, plan *Plan) ([]error, error) {
-	gates := plan.Cfg.FeatureGates
+func checkFeatureGates(ctx context.Context, pl *plan.Plan) ([]error, error) {
+	gates := pl.Cfg.FeatureGates
 	if len(gates) == 0 {
 		return nil, nil
 	}
@@ -126,12 +127,12 @@ func checkFeatureGates(ctx context.Context, plan *Plan) ([]error, error) {
 	problems := make([]error, len(gateChecks))
 	g, gctx := errgroup.WithContext(ctx)
 	for i, gc := range gateChecks {
-		if !host.Exists(plan.Bin(gc.name)) {
+		if !host.Exists(pl.Bin(gc.name)) {
 			continue
 		}
 		g.Go(func() error {
 			var err error
-			problems[i], err = gc.refusal(gctx, plan.Bin(gc.name), gates, filepath.Join(dir, gc.name))
+			problems[i], err = gc.refusal(gctx, pl.Bin(gc.name), gates, filepath.Join(dir, gc.name))
 			return err
 		})
 	}

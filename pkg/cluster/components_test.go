@@ -16,6 +16,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/node"
+	"github.com/kubernix/kubernix/pkg/plan"
 	"github.com/kubernix/kubernix/pkg/release"
 
 	"github.com/kubernix/kubernix/pkg/boot"
@@ -28,7 +29,7 @@ import (
 // scheduler, kube-proxy) or writes to kube-system starts once it is ready.
 func TestBootNeeds(t *testing.T) {
 	c := testCluster(t, 3)
-	plan := c.Plan
+	pl := c.Plan
 	r := boot.NewSequence(c.Log)
 	if err := c.register(r); err != nil {
 		t.Fatal(err)
@@ -43,7 +44,7 @@ func TestBootNeeds(t *testing.T) {
 			}
 		}
 	}
-	node := plan.Nodes[1].Name
+	node := pl.Nodes[1].Name
 	tests := []struct {
 		component string
 		want      []string
@@ -79,8 +80,8 @@ func TestDescribedBinariesRequired(t *testing.T) {
 	for _, b := range bins.Required(release.Default()) {
 		required[b.Name] = true
 	}
-	for _, plan := range []*Plan{testPlan(t, 2), testPlan(t, 1, config.ExecutorProcess), rootlessPlan(t)} {
-		ds, err := Describe(plan)
+	for _, pl := range []*plan.Plan{testPlan(t, 2), testPlan(t, 1, config.ExecutorProcess), rootlessPlan(t)} {
+		ds, err := plan.Describe(pl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -95,8 +96,8 @@ func TestDescribedBinariesRequired(t *testing.T) {
 			if d.Binary == "" || !required[d.Binary] {
 				t.Errorf("%s runs binary %q, which the doctor does not look for (bins.Required)", d.ID(), d.Binary)
 			}
-			if d.Command.Path != plan.Bin(d.Binary) {
-				t.Errorf("%s runs %s, not the %s the doctor found (%s)", d.ID(), d.Command.Path, d.Binary, plan.Bin(d.Binary))
+			if d.Command.Path != pl.Bin(d.Binary) {
+				t.Errorf("%s runs %s, not the %s the doctor found (%s)", d.ID(), d.Command.Path, d.Binary, pl.Bin(d.Binary))
 			}
 		}
 	}
@@ -108,12 +109,12 @@ func TestDescribedBinariesRequired(t *testing.T) {
 func TestAddonComponents(t *testing.T) {
 	for _, a := range addons.Table {
 		for _, on := range []bool{true, false} {
-			plan := testPlan(t, 1)
-			plan.Cfg.Addons = []string{"coredns"}
+			pl := testPlan(t, 1)
+			pl.Cfg.Addons = []string{"coredns"}
 			if on {
-				plan.Cfg.Addons = append(plan.Cfg.Addons, a.Name)
+				pl.Cfg.Addons = append(pl.Cfg.Addons, a.Name)
 			}
-			ds, err := Describe(plan)
+			ds, err := plan.Describe(pl)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -125,12 +126,12 @@ func TestAddonComponents(t *testing.T) {
 			}
 		}
 	}
-	plan := testPlan(t, 1)
-	plan.Cfg.Addons = []string{"coredns"}
-	if plan.NetworkPlan().LoadBalancerCIDR.IsValid() {
+	pl := testPlan(t, 1)
+	pl.Cfg.Addons = []string{"coredns"}
+	if pl.NetworkPlan().LoadBalancerCIDR.IsValid() {
 		t.Error("without the loadbalancer addon the host still routes the pool")
 	}
-	if ports := hostPorts(t, plan); slices.ContainsFunc(ports, func(hp HostPort) bool { return hp.Port == plan.Cfg.RegistryPort }) {
+	if ports := hostPorts(t, pl); slices.ContainsFunc(ports, func(hp plan.HostPort) bool { return hp.Port == pl.Cfg.RegistryPort }) {
 		t.Errorf("without the registry addon its port is still checked: %v", ports)
 	}
 }
@@ -138,36 +139,33 @@ func TestAddonComponents(t *testing.T) {
 // TestCheckAddonImages checks that a missing tarball of an enabled
 // addon's image is named, and that one of a disabled addon is not needed.
 func TestCheckAddonImages(t *testing.T) {
-	plan := testPlan(t, 1)
-	plan.ImagesDir = t.TempDir()
-	plan.Cfg.Addons = []string{"coredns"}
-	err := checkAddonImages(plan)
+	pl := testPlan(t, 1)
+	pl.ImagesDir = t.TempDir()
+	pl.Cfg.Addons = []string{"coredns"}
+	err := checkAddonImages(pl)
 	if err == nil || !strings.Contains(err.Error(), "coredns.tar (addon coredns)") {
 		t.Fatalf("checkAddonImages without coredns.tar = %v, want it named", err)
 	}
-	if err := os.WriteFile(filepath.Join(plan.ImagesDir, "coredns.tar"), nil, 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(pl.ImagesDir, "coredns.tar"), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := checkAddonImages(plan); err != nil {
+	if err := checkAddonImages(pl); err != nil {
 		t.Errorf("checkAddonImages with coredns.tar = %v, want nil (metrics-server is not enabled)", err)
 	}
 }
 
 // TestDescribedBehaviours: every task a describer makes carries its work
-// (described.live gives a Task), and every component builds into the
-// registry with the behaviours its describer gave it, so a new task
+// (Described.Hooks gives a Task), and every component builds into the
+// boot sequence with the behaviours its describer gave it, so a new task
 // without them fails here, not at up.
 func TestDescribedBehaviours(t *testing.T) {
-	for _, plan := range []*Plan{testPlan(t, 2), testPlan(t, 1, config.ExecutorProcess), rootlessPlan(t)} {
-		all, err := describeAll(plan)
+	for _, pl := range []*plan.Plan{testPlan(t, 2), testPlan(t, 1, config.ExecutorProcess), rootlessPlan(t)} {
+		all, err := plan.DescribeAll(pl)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, d := range all {
-			var h components.Hooks
-			if d.live != nil {
-				h = d.live(idleLive{})
-			}
+			h := d.Hooks(idleLive{})
 			if d.Kind == components.KindTask && h.Task == nil {
 				t.Errorf("task %s has nothing to do", d.ID())
 			}
@@ -182,8 +180,8 @@ func TestDescribedBehaviours(t *testing.T) {
 // its own (its Probe's or Liveness's HTTPGet) declares that port in
 // Ports, so preflight checks it before up (HostPorts).
 func TestProbedPortsDeclared(t *testing.T) {
-	for _, plan := range []*Plan{testPlan(t, 2), testPlan(t, 1, config.ExecutorProcess), rootlessPlan(t)} {
-		ds, err := Describe(plan)
+	for _, pl := range []*plan.Plan{testPlan(t, 2), testPlan(t, 1, config.ExecutorProcess), rootlessPlan(t)} {
+		ds, err := plan.Describe(pl)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,12 +11,13 @@ import (
 
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/plan"
 )
 
 // describeByID describes plan and indexes the descriptions by ID.
-func describeByID(t *testing.T, plan *Plan) map[string]components.Description {
+func describeByID(t *testing.T, pl *plan.Plan) map[string]components.Description {
 	t.Helper()
-	ds, err := Describe(plan)
+	ds, err := plan.Describe(pl)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,19 +45,19 @@ func fileOf(t *testing.T, d components.Description, path string) string {
 // config_patches and the audit policy reach the described components:
 // what up starts and up --dry-run prints.
 func TestComponentSettings(t *testing.T) {
-	plan := testPlan(t, 2)
-	plan.Cfg.FeatureGates = map[string]bool{"Zeta": false, "CoordinatedLeaderElection": true}
-	plan.Cfg.RuntimeConfig = map[string]string{"coordination.k8s.io/v1beta1": "true", "api/alpha": "false"}
-	plan.Cfg.Components.APIServer.Args = []string{"--enable-admission-plugins=NodeRestriction,DenyServiceExternalIPs", "--v=2"}
-	plan.Cfg.Components.Etcd.Args = []string{"--log-level=info"}
-	plan.Cfg.Components.Kubelet.Args = []string{"--max-pods=60", "--v=3"}
-	plan.Cfg.Components.KubeProxy.Args = []string{"--v=4"}
-	plan.Cfg.Components.Containerd.Args = []string{"--log-level=debug"}
-	plan.Cfg.Components.Containerd.ConfigPatches = []string{"[plugins.'io.containerd.cri.v1.runtime']\nmax_container_log_line_size = 32768\n"}
-	plan.Cfg.NodeSpecs = []config.NodeSpec{{}, {KubeletArgs: []string{"--max-pods=50"}}}
-	plan.AuditPolicy = []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules: [{level: None}]\n")
-	ds := describeByID(t, plan)
-	n0, n1 := "@"+plan.Nodes[0].Name, "@"+plan.Nodes[1].Name
+	pl := testPlan(t, 2)
+	pl.Cfg.FeatureGates = map[string]bool{"Zeta": false, "CoordinatedLeaderElection": true}
+	pl.Cfg.RuntimeConfig = map[string]string{"coordination.k8s.io/v1beta1": "true", "api/alpha": "false"}
+	pl.Cfg.Components.APIServer.Args = []string{"--enable-admission-plugins=NodeRestriction,DenyServiceExternalIPs", "--v=2"}
+	pl.Cfg.Components.Etcd.Args = []string{"--log-level=info"}
+	pl.Cfg.Components.Kubelet.Args = []string{"--max-pods=60", "--v=3"}
+	pl.Cfg.Components.KubeProxy.Args = []string{"--v=4"}
+	pl.Cfg.Components.Containerd.Args = []string{"--log-level=debug"}
+	pl.Cfg.Components.Containerd.ConfigPatches = []string{"[plugins.'io.containerd.cri.v1.runtime']\nmax_container_log_line_size = 32768\n"}
+	pl.Cfg.NodeSpecs = []config.NodeSpec{{}, {KubeletArgs: []string{"--max-pods=50"}}}
+	pl.AuditPolicy = []byte("apiVersion: audit.k8s.io/v1\nkind: Policy\nrules: [{level: None}]\n")
+	ds := describeByID(t, pl)
+	n0, n1 := "@"+pl.Nodes[0].Name, "@"+pl.Nodes[1].Name
 	const gates = "CoordinatedLeaderElection=true,Zeta=false"
 	tests := []struct {
 		id, flag, want string // want "" means unset
@@ -95,7 +96,7 @@ func TestComponentSettings(t *testing.T) {
 		t.Errorf("kubelet%s: the node's kubelet_args do not come last: %q", n1, args)
 	}
 	for _, id := range []string{"kubelet" + n0, "kube-proxy" + n1} {
-		np := plan.Paths.Node(ds[id].Scope)
+		np := pl.Paths.Node(ds[id].Scope)
 		path := np.KubeletConfig()
 		if strings.HasPrefix(id, "kube-proxy") {
 			path = np.KubeProxyConfig()
@@ -104,11 +105,11 @@ func TestComponentSettings(t *testing.T) {
 			t.Errorf("%s: the feature gates are not in its config:\n%s", id, cfg)
 		}
 	}
-	if got := fileOf(t, ds["containerd"+n1], plan.Paths.Node(plan.Nodes[1].Name).ContainerdConfig()); !strings.Contains(got, "max_container_log_line_size = 32768") {
+	if got := fileOf(t, ds["containerd"+n1], pl.Paths.Node(pl.Nodes[1].Name).ContainerdConfig()); !strings.Contains(got, "max_container_log_line_size = 32768") {
 		t.Errorf("containerd config.toml without the patch:\n%s", got)
 	}
-	if got := fileOf(t, ds["kube-apiserver"], plan.Paths.AuditPolicy()); got != string(plan.AuditPolicy) {
-		t.Errorf("audit policy file = %q, want the user's %q", got, plan.AuditPolicy)
+	if got := fileOf(t, ds["kube-apiserver"], pl.Paths.AuditPolicy()); got != string(pl.AuditPolicy) {
+		t.Errorf("audit policy file = %q, want the user's %q", got, pl.AuditPolicy)
 	}
 }
 
@@ -154,19 +155,19 @@ func TestCheckComponents(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			plan := testPlan(t, 1)
+			pl := testPlan(t, 1)
 			for _, n := range names {
-				plan.Facts.Paths[n] = fakeGateBinary(t, t.TempDir(), n)
+				pl.Facts.Paths[n] = fakeGateBinary(t, t.TempDir(), n)
 			}
-			plan.Cfg.FeatureGates = tt.gates
-			plan.Cfg.AuditPolicy = tt.policy
-			err := CheckComponents(context.Background(), plan)
+			pl.Cfg.FeatureGates = tt.gates
+			pl.Cfg.AuditPolicy = tt.policy
+			err := CheckComponents(context.Background(), pl)
 			if len(tt.want) == 0 {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if tt.policy != "" && !strings.Contains(string(plan.AuditPolicy), "Metadata") {
-					t.Errorf("plan.AuditPolicy = %q, want the file's", plan.AuditPolicy)
+				if tt.policy != "" && !strings.Contains(string(pl.AuditPolicy), "Metadata") {
+					t.Errorf("plan.AuditPolicy = %q, want the file's", pl.AuditPolicy)
 				}
 				return
 			}

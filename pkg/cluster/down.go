@@ -15,6 +15,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/network"
 	"github.com/kubernix/kubernix/pkg/node"
+	"github.com/kubernix/kubernix/pkg/plan"
 	"github.com/kubernix/kubernix/pkg/process"
 	"github.com/kubernix/kubernix/pkg/state"
 )
@@ -37,10 +38,10 @@ import (
 // still hold kubernix's values (leaveSysctls). The state dir itself (PKI,
 // etcd data) is kept. Idempotent; errors are joined and everything is
 // attempted.
-func Cleanup(ctx context.Context, plan *Plan, log *slog.Logger) error {
+func Cleanup(ctx context.Context, pl *plan.Plan, log *slog.Logger) error {
 	// The host-wide resources are named after the cluster: never touch
 	// those of a live cluster of the same name in another state dir.
-	if err := checkName(plan); err != nil {
+	if err := checkName(pl); err != nil {
 		return err
 	}
 	var errs []error
@@ -49,60 +50,60 @@ func Cleanup(ctx context.Context, plan *Plan, log *slog.Logger) error {
 			errs = append(errs, err)
 		}
 	}
-	add(stopComponents(ctx, plan, log))
-	if plan.Rootless {
+	add(stopComponents(ctx, pl, log))
+	if pl.Rootless {
 		// rootlesskit ends when the supervisor in it does; one left
 		// behind (or our own ancestor, inside) is stopped last.
-		if runDir := plan.Paths.Run(state.RootlesskitScope, state.RootlesskitName); !recordsAncestor(runDir) {
+		if runDir := pl.Paths.Run(state.RootlesskitScope, state.RootlesskitName); !recordsAncestor(runDir) {
 			add(stopRecorded(ctx, runDir, log))
 			// It removes its state dir when it exits, unless killed.
-			if st, ok := state.ReadRootless(plan.Paths); ok && plan.outside() && st.RootlesskitStateDir != "" {
+			if st, ok := state.ReadRootless(pl.Paths); ok && pl.Outside() && st.RootlesskitStateDir != "" {
 				add(os.RemoveAll(st.RootlesskitStateDir))
 			}
 		}
 	}
-	add(os.RemoveAll(plan.Paths.ImageCache()))
-	for _, nd := range plan.Nodes {
-		add(killOrphans(ctx, plan, nd.Name))
-		if err := os.Remove(state.FailedFile(plan.Paths, nd.Name)); err != nil && !errors.Is(err, os.ErrNotExist) {
+	add(os.RemoveAll(pl.Paths.ImageCache()))
+	for _, nd := range pl.Nodes {
+		add(killOrphans(ctx, pl, nd.Name))
+		if err := os.Remove(state.FailedFile(pl.Paths, nd.Name)); err != nil && !errors.Is(err, os.ErrNotExist) {
 			add(err)
 		}
 	}
-	if !plan.Rootless {
+	if !pl.Rootless {
 		// With every process of the cluster gone, and before the network:
 		// the FORWARD policy is restored while the filter table it may
 		// have made still holds the cluster's jump, so that table is
 		// removed once empty, not earlier with the policy in it.
-		add(leaveSysctls(plan.Paths, liveHost{}, log))
+		add(leaveSysctls(pl.Paths, liveHost{}, log))
 	}
 	// Outside a rootless cluster's namespaces, its mounts, links and
 	// iptables rules are not there to remove: they went with the
 	// namespaces when the last process in them was stopped above.
-	if !plan.outside() {
-		add(host.UnmountUnder(plan.MountRoots()...))
-		add(network.Teardown(plan.Cfg.Name))
-		add(releaseHostNamespaces(ctx, plan))
+	if !pl.Outside() {
+		add(host.UnmountUnder(pl.MountRoots()...))
+		add(network.Teardown(pl.Cfg.Name))
+		add(releaseHostNamespaces(ctx, pl))
 	}
-	for _, nd := range plan.Nodes {
-		add(host.RemoveCgroup(plan.CgroupRoot(nd)))
+	for _, nd := range pl.Nodes {
+		add(host.RemoveCgroup(pl.CgroupRoot(nd)))
 		// The mounts on them went with the node's sandbox.
-		add(node.RemoveMountPoints(plan.MountPointsRecord(nd)))
+		add(node.RemoveMountPoints(pl.MountPointsRecord(nd)))
 	}
-	if !plan.Rootless {
+	if !pl.Rootless {
 		// The parent of a rootless cluster's cgroups is the user's
 		// delegated subtree: it stays.
-		host.RemoveEmptyCgroup(plan.CgroupParent())
+		host.RemoveEmptyCgroup(pl.CgroupParent())
 	}
-	add(releaseName(plan))
-	add(removeUserKubeconfig(plan, log))
+	add(releaseName(pl))
+	add(removeUserKubeconfig(pl, log))
 	return errors.Join(errs...)
 }
 
 // stopComponents stops the live processes recorded for plan's
 // components, in components.StopOrder, after those recorded in the state
 // dir that plan does not describe (undescribed).
-func stopComponents(ctx context.Context, plan *Plan, log *slog.Logger) error {
-	ds, err := Describe(plan)
+func stopComponents(ctx context.Context, pl *plan.Plan, log *slog.Logger) error {
+	ds, err := plan.Describe(pl)
 	if err != nil {
 		return err
 	}
@@ -111,7 +112,7 @@ func stopComponents(ctx context.Context, plan *Plan, log *slog.Logger) error {
 		return err
 	}
 	var errs []error
-	for _, dir := range undescribed(plan, ds) {
+	for _, dir := range undescribed(pl, ds) {
 		errs = append(errs, stopRecorded(ctx, dir, log))
 	}
 	for _, d := range order {
@@ -135,12 +136,12 @@ func stopComponents(ctx context.Context, plan *Plan, log *slog.Logger) error {
 // processes are the cluster's all the same (run.json pins each by its
 // start time), and none that ds describes needs them, so Cleanup stops
 // them first. A run dir of an ancestor of this process is left out.
-func undescribed(plan *Plan, ds []components.Description) []string {
+func undescribed(pl *plan.Plan, ds []components.Description) []string {
 	known := map[string]bool{}
 	for _, d := range components.Processes(ds) {
 		known[d.Command.RunDir] = true
 	}
-	return slices.DeleteFunc(state.RunDirs(plan.Paths), func(dir string) bool {
+	return slices.DeleteFunc(state.RunDirs(pl.Paths), func(dir string) bool {
 		return known[dir] || recordsAncestor(dir)
 	})
 }
@@ -167,12 +168,12 @@ func stopRecorded(ctx context.Context, runDir string, log *slog.Logger) error {
 
 // orphans lists PIDs of a node's shims (by their -address argument, our
 // containerd socket) and of processes in the node's cgroups.
-func orphans(plan *Plan, nodeName string) ([]int, error) {
-	shims, err := process.WithArgs("-address", plan.Paths.Node(nodeName).ContainerdSocket())
+func orphans(pl *plan.Plan, nodeName string) ([]int, error) {
+	shims, err := process.WithArgs("-address", pl.Paths.Node(nodeName).ContainerdSocket())
 	if err != nil {
 		return nil, err
 	}
-	inCgroups, err := host.CgroupPIDs(plan.CgroupRoot(plan.nodeByName(nodeName)))
+	inCgroups, err := host.CgroupPIDs(pl.CgroupRoot(pl.NodeByName(nodeName)))
 	pids := append(shims, inCgroups...)
 	slices.Sort(pids)
 	return slices.Compact(pids), err
@@ -180,19 +181,10 @@ func orphans(plan *Plan, nodeName string) ([]int, error) {
 
 // killOrphans SIGKILLs a node's orphaned shims and container processes, by
 // PID, and waits (up to 5 s) until they are gone.
-func killOrphans(ctx context.Context, plan *Plan, nodeName string) error {
-	err := process.KillAndWait(ctx, func() ([]int, error) { return orphans(plan, nodeName) }, 5*time.Second)
+func killOrphans(ctx context.Context, pl *plan.Plan, nodeName string) error {
+	err := process.KillAndWait(ctx, func() ([]int, error) { return orphans(pl, nodeName) }, 5*time.Second)
 	if err != nil {
 		return fmt.Errorf("node %s: %w", nodeName, err)
-	}
-	return nil
-}
-
-func (p *Plan) nodeByName(name string) *node.Node {
-	for _, nd := range p.Nodes {
-		if nd.Name == name {
-			return nd
-		}
 	}
 	return nil
 }
@@ -204,58 +196,58 @@ func (p *Plan) nodeByName(name string) *node.Node {
 // claim and kube-proxy's tables there (process executor), and the nodes'
 // cgroups and the mount points made for their mounts. Empty after a clean
 // down.
-func Leftovers(plan *Plan) ([]string, error) {
-	ds, err := Describe(plan)
+func Leftovers(pl *plan.Plan) ([]string, error) {
+	ds, err := plan.Describe(pl)
 	if err != nil {
 		return nil, err
 	}
-	runDirs := []string{state.SupervisorRunDir(plan.Paths)}
-	if plan.Rootless {
-		runDirs = append(runDirs, plan.Paths.Run(state.RootlesskitScope, state.RootlesskitName))
+	runDirs := []string{state.SupervisorRunDir(pl.Paths)}
+	if pl.Rootless {
+		runDirs = append(runDirs, pl.Paths.Run(state.RootlesskitScope, state.RootlesskitName))
 	}
 	for _, d := range components.Processes(ds) {
 		runDirs = append(runDirs, d.Command.RunDir)
 	}
-	runDirs = append(runDirs, undescribed(plan, ds)...)
+	runDirs = append(runDirs, undescribed(pl, ds)...)
 	var out []string
 	for _, runDir := range runDirs {
 		if pid, ok := process.Running(runDir); ok && pid != os.Getpid() && !recordsAncestor(runDir) {
-			rel, _ := filepath.Rel(plan.Paths.Run("", ""), runDir)
+			rel, _ := filepath.Rel(pl.Paths.Run("", ""), runDir)
 			out = append(out, fmt.Sprintf("process %s (pid %d)", rel, pid))
 		}
 	}
-	for _, nd := range plan.Nodes {
-		pids, _ := orphans(plan, nd.Name)
+	for _, nd := range pl.Nodes {
+		pids, _ := orphans(pl, nd.Name)
 		for _, pid := range pids {
 			out = append(out, fmt.Sprintf("orphaned process of node %s (pid %d)", nd.Name, pid))
 		}
-		cgs, _ := host.CgroupExists(plan.CgroupRoot(nd))
+		cgs, _ := host.CgroupExists(pl.CgroupRoot(nd))
 		for _, cg := range cgs {
 			out = append(out, "cgroup "+cg)
 		}
-		for _, p := range node.MountPointsLeft(plan.MountPointsRecord(nd)) {
+		for _, p := range node.MountPointsLeft(pl.MountPointsRecord(nd)) {
 			out = append(out, fmt.Sprintf("mount point %s of node %s", p, nd.Name))
 		}
 	}
-	if plan.outside() {
+	if pl.Outside() {
 		// Mounts, links and rules of a rootless cluster exist only in its
 		// namespaces, which live as long as a process listed above does.
 		sort.Strings(out)
 		return out, nil
 	}
-	mps, err := host.MountsUnder(plan.MountRoots()...)
+	mps, err := host.MountsUnder(pl.MountRoots()...)
 	if err != nil {
 		return out, err
 	}
 	for _, mp := range mps {
 		out = append(out, "mount "+mp)
 	}
-	netLeft, err := network.Leftovers(plan.Cfg.Name)
+	netLeft, err := network.Leftovers(pl.Cfg.Name)
 	if err != nil {
 		return out, err
 	}
 	out = append(out, netLeft...)
-	out = append(out, hostNamespacesLeftovers(context.Background(), plan)...)
+	out = append(out, hostNamespacesLeftovers(context.Background(), pl)...)
 	sort.Strings(out)
 	return out, nil
 }

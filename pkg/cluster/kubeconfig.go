@@ -5,13 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/netip"
 	"os"
 
 	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 
 	"github.com/kubernix/kubernix/pkg/kubeconfig"
 	"github.com/kubernix/kubernix/pkg/pki"
+	"github.com/kubernix/kubernix/pkg/plan"
 	"github.com/kubernix/kubernix/pkg/state"
 )
 
@@ -73,9 +73,9 @@ func (c *Cluster) userKubeconfigTarget() (kubeconfig.Target, error) {
 // nothing. A kubeconfig that cannot be changed is the user's: Cleanup goes
 // on, the failure is logged with the way to remove the context by hand,
 // and the record is kept for the next down.
-func removeUserKubeconfig(plan *Plan, log *slog.Logger) error {
+func removeUserKubeconfig(pl *plan.Plan, log *slog.Logger) error {
 	var rec state.UserKubeconfig
-	b, err := os.ReadFile(state.UserKubeconfigFile(plan.Paths))
+	b, err := os.ReadFile(state.UserKubeconfigFile(pl.Paths))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -83,24 +83,14 @@ func removeUserKubeconfig(plan *Plan, log *slog.Logger) error {
 		return err
 	}
 	if err := json.Unmarshal(b, &rec); err != nil {
-		return fmt.Errorf("read %s: %w", state.UserKubeconfigFile(plan.Paths), err)
+		return fmt.Errorf("read %s: %w", state.UserKubeconfigFile(pl.Paths), err)
 	}
-	if err := kubeconfig.Remove(rec.Path, plan.Cfg.ContextName(), log); err != nil {
+	if err := kubeconfig.Remove(rec.Path, pl.Cfg.ContextName(), log); err != nil {
 		log.Warn("could not remove the cluster's context from the kubeconfig; `kubectl config delete-context` and "+
-			"`kubectl config delete-cluster` remove it", "context", plan.Cfg.ContextName(), "file", rec.Path, "err", err)
+			"`kubectl config delete-cluster` remove it", "context", pl.Cfg.ContextName(), "file", rec.Path, "err", err)
 		return nil
 	}
-	return state.RemoveIfExists(state.UserKubeconfigFile(plan.Paths))
-}
-
-// APIServerURL is the apiserver's URL on the cluster bridge,
-// https://<bridge host address>:<Cfg.APIServerPort>: where the nodes'
-// kubelets and kube-proxies reach it (their kubeconfigs hold it), and
-// pods through the kubernetes Service, whose endpoint it is. For a
-// cluster run as root the bridge address is also the host's own; a
-// rootless cluster's exists only inside rootlesskit's namespaces.
-func (p *Plan) APIServerURL() string {
-	return "https://" + netip.AddrPortFrom(p.APIServerIP, uint16(p.Cfg.APIServerPort)).String()
+	return state.RemoveIfExists(state.UserKubeconfigFile(pl.Paths))
 }
 
 // StandaloneKubeconfig is the cluster's admin kubeconfig as `kubernix
@@ -112,7 +102,7 @@ func (p *Plan) APIServerURL() string {
 // rootless cluster, else APIServerURL; with internal, APIServerURL, as
 // reached from the nodes and pods. The error is kubeconfig.New's, e.g.
 // when the PKI was never made.
-func StandaloneKubeconfig(p *Plan, internal bool) (*clientcmdapi.Config, error) {
+func StandaloneKubeconfig(p *plan.Plan, internal bool) (*clientcmdapi.Config, error) {
 	server := p.APIServerURL()
 	if st, ok := state.ReadRootless(p.Paths); ok && !internal {
 		server = "https://" + st.HostAPIServer.String()

@@ -39,13 +39,13 @@ func TestUserKubeconfigRecord(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			plan := testPlan(t, 1)
-			plan.Paths = config.Paths{State: filepath.Join(dir, "state")}
-			b, err := pki.Ensure(pki.Spec{Dir: plan.Paths.PKI(), ClusterName: plan.Cfg.Name, APIServerIPs: []net.IP{net.ParseIP("10.10.0.1")}})
+			pl := testPlan(t, 1)
+			pl.Paths = config.Paths{State: filepath.Join(dir, "state")}
+			b, err := pki.Ensure(pki.Spec{Dir: pl.Paths.PKI(), ClusterName: pl.Cfg.Name, APIServerIPs: []net.IP{net.ParseIP("10.10.0.1")}})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := kubeconfig.Write(plan.Paths.Kubeconfig("admin"), plan.Cfg.ContextName(), "https://10.10.0.1:6443", b.CA.Cert, b.Admin); err != nil {
+			if err := kubeconfig.Write(pl.Paths.Kubeconfig("admin"), pl.Cfg.ContextName(), "https://10.10.0.1:6443", b.CA.Cert, b.Admin); err != nil {
 				t.Fatal(err)
 			}
 			user := filepath.Join(dir, "user", "config")
@@ -59,14 +59,14 @@ func TestUserKubeconfigRecord(t *testing.T) {
 			}
 			t.Setenv("SUDO_USER", "")
 			t.Setenv("KUBECONFIG", user)
-			c := &Cluster{Plan: plan, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			c := &Cluster{Plan: pl, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 			warning := c.mergeUserKubeconfig()
 			if got := warning != ""; got != tt.wantWarning {
 				t.Fatalf("warning %q, want one: %v", warning, tt.wantWarning)
 			}
 			if tt.wantWarning {
-				admin := plan.Paths.Kubeconfig("admin")
-				for _, want := range []string{user, "KUBECONFIG=" + admin + " kubectl", "kubernix env --name golden --state-dir " + plan.Paths.State} {
+				admin := pl.Paths.Kubeconfig("admin")
+				for _, want := range []string{user, "KUBECONFIG=" + admin + " kubectl", "kubernix env --name golden --state-dir " + pl.Paths.State} {
 					if !strings.Contains(warning, want) {
 						t.Errorf("warning %q does not say %q", warning, want)
 					}
@@ -85,10 +85,10 @@ func TestUserKubeconfigRecord(t *testing.T) {
 			// down runs elsewhere: another KUBECONFIG, another HOME.
 			t.Setenv("KUBECONFIG", filepath.Join(dir, "elsewhere"))
 			t.Setenv("HOME", filepath.Join(dir, "home"))
-			if err := removeUserKubeconfig(plan, c.Log); err != nil {
+			if err := removeUserKubeconfig(pl, c.Log); err != nil {
 				t.Fatalf("removeUserKubeconfig: %v", err)
 			}
-			_, recErr := os.Stat(state.UserKubeconfigFile(plan.Paths))
+			_, recErr := os.Stat(state.UserKubeconfigFile(pl.Paths))
 			switch {
 			case tt.wantWarning || tt.breakAfterUp != "":
 				if after, _ := os.ReadFile(user); !bytes.Equal(before, after) {
@@ -102,7 +102,7 @@ func TestUserKubeconfigRecord(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if cfg.Contexts[plan.Cfg.ContextName()] != nil || cfg.Clusters[plan.Cfg.ContextName()] != nil {
+				if cfg.Contexts[pl.Cfg.ContextName()] != nil || cfg.Clusters[pl.Cfg.ContextName()] != nil {
 					t.Error("context left in the recorded kubeconfig")
 				}
 				if recErr == nil {

@@ -19,6 +19,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/containerd"
 	"github.com/kubernix/kubernix/pkg/images"
 	"github.com/kubernix/kubernix/pkg/node"
+	"github.com/kubernix/kubernix/pkg/plan"
 	"github.com/kubernix/kubernix/pkg/state"
 )
 
@@ -30,13 +31,6 @@ const (
 	// LabelSource records the file an image was imported from.
 	LabelSource = "io.kubernix.source"
 )
-
-// containerdGiveUpAfter is how many failures in a row (exits, hangs,
-// failed restarts, without a minute of stable running in between) of a
-// node's containerd make the node failed: the first and six more, about
-// 30 s of backoff (components.DefaultRestart), as many as before the
-// control plane was restarted for ever.
-const containerdGiveUpAfter = 7
 
 // nodeFailed handles a node whose containerd keeps dying: it records the
 // failure for `kubernix status` and stops the node's kubelet and
@@ -145,7 +139,7 @@ func (c *Cluster) registerNode(ctx context.Context, nd *node.Node) error {
 		ObjectMeta: metav1.ObjectMeta{Name: nd.Name},
 		Spec:       corev1.NodeSpec{PodCIDR: nd.PodCIDR.String(), PodCIDRs: []string{nd.PodCIDR.String()}},
 	}
-	applyNodeSpec(n, spec.Labels, nodeTaints(spec))
+	applyNodeSpec(n, spec.Labels, plan.NodeTaints(spec))
 	n.Labels["kubernetes.io/hostname"] = nd.Name
 	n.Labels["kubernix.io/cluster"] = c.Plan.Cfg.Name
 	created, err := c.client.CoreV1().Nodes().Create(ctx, n, metav1.CreateOptions{FieldManager: "kubernix"})
@@ -173,7 +167,7 @@ func (c *Cluster) registerNode(ctx context.Context, nd *node.Node) error {
 		if existing.Spec.PodCIDR != "" && existing.Spec.PodCIDR != nd.PodCIDR.String() {
 			return fmt.Errorf("node %s has pod CIDR %s, want %s: delete the node or the cluster's state", nd.Name, existing.Spec.PodCIDR, nd.PodCIDR)
 		}
-		if !applyNodeSpec(existing, spec.Labels, nodeTaints(spec)) {
+		if !applyNodeSpec(existing, spec.Labels, plan.NodeTaints(spec)) {
 			return nil
 		}
 		updated, err := c.client.CoreV1().Nodes().Update(ctx, existing, metav1.UpdateOptions{FieldManager: "kubernix"})

@@ -24,8 +24,8 @@ import (
 // one left from the previous run has its stale Ready=True reset to
 // Unknown; one with another pod CIDR is refused.
 func TestRegisterNode(t *testing.T) {
-	plan := testPlan(t, 3)
-	nd := plan.Nodes[1]
+	pl := testPlan(t, 3)
+	nd := pl.Nodes[1]
 	readyNode := func(podCIDR string, ready corev1.ConditionStatus) *corev1.Node {
 		return &corev1.Node{
 			ObjectMeta: metav1.ObjectMeta{Name: nd.Name},
@@ -57,7 +57,7 @@ func TestRegisterNode(t *testing.T) {
 			if tt.existing != nil {
 				client = fake.NewClientset(tt.existing)
 			}
-			c := &Cluster{Plan: plan, client: client, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			c := &Cluster{Plan: pl, client: client, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 			err := c.registerNode(context.Background(), nd)
 			if tt.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
@@ -72,7 +72,7 @@ func TestRegisterNode(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if tt.existing == nil && (got.Spec.PodCIDR != nd.PodCIDR.String() || got.Labels["kubernix.io/cluster"] != plan.Cfg.Name) {
+			if tt.existing == nil && (got.Spec.PodCIDR != nd.PodCIDR.String() || got.Labels["kubernix.io/cluster"] != pl.Cfg.Name) {
 				t.Errorf("new node spec %+v labels %v", got.Spec, got.Labels)
 			}
 			var ready corev1.ConditionStatus
@@ -118,7 +118,7 @@ func TestIsTransient(t *testing.T) {
 // cluster's nodes 1 and 2 and force-deletes their pods; node 0, its pods
 // and another cluster's node stay.
 func TestDeleteStaleNodes(t *testing.T) {
-	plan := testPlan(t, 1)
+	pl := testPlan(t, 1)
 	node := func(name, cluster string) *corev1.Node {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernix.io/cluster": cluster}}}
 	}
@@ -130,7 +130,7 @@ func TestDeleteStaleNodes(t *testing.T) {
 		node("other-node-1", "other"),
 		pod("coredns-a", "golden-node-0"), pod("coredns-b", "golden-node-2"), pod("elsewhere", "other-node-1"),
 	)
-	c := &Cluster{Plan: plan, client: client, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	c := &Cluster{Plan: pl, client: client, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 	if err := c.deleteStaleNodes(context.Background()); err != nil {
 		t.Fatal(err)
 	}

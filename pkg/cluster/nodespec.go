@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/kubernix/kubernix/pkg/config"
 )
 
 // Annotations on a Node recording what kubernix set on it from the
@@ -22,17 +20,6 @@ const (
 	// comma-separated and sorted.
 	AnnotationTaints = "kubernix.io/taints"
 )
-
-// nodeTaints returns the taints of spec (validated, so each parses).
-func nodeTaints(spec config.NodeSpec) []corev1.Taint {
-	var out []corev1.Taint
-	for _, s := range spec.Taints {
-		if t, err := config.ParseTaint(s); err == nil {
-			out = append(out, t)
-		}
-	}
-	return out
-}
 
 // applyNodeSpec sets labels and taints on n (a taint is identified by its
 // key and effect, as kubectl taint does), removes the labels and taints

@@ -15,6 +15,7 @@ import (
 
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/node"
+	"github.com/kubernix/kubernix/pkg/plan"
 )
 
 // TestApplyNodeSpec checks that the labels and taints of a node's
@@ -105,18 +106,18 @@ func TestApplyNodeSpec(t *testing.T) {
 // TestRegisterNodeSpec checks that registerNode gives a new Node and one
 // left from an earlier up the labels and taints of its [[nodes]] entry.
 func TestRegisterNodeSpec(t *testing.T) {
-	plan := testPlan(t, 2)
-	plan.Cfg.NodeSpecs = []config.NodeSpec{{}, {
+	pl := testPlan(t, 2)
+	pl.Cfg.NodeSpecs = []config.NodeSpec{{}, {
 		Labels: map[string]string{"tier": "gpu", "node-role.kubernetes.io/worker": ""},
 		Taints: []string{"gpu=true:NoSchedule"},
 	}}
-	nd := plan.Nodes[1]
+	nd := pl.Nodes[1]
 	for _, existing := range []*corev1.Node{nil, {ObjectMeta: metav1.ObjectMeta{Name: nd.Name, Labels: map[string]string{"old": "x"}}}} {
 		client := fake.NewClientset()
 		if existing != nil {
 			client = fake.NewClientset(existing)
 		}
-		c := &Cluster{Plan: plan, client: client, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+		c := &Cluster{Plan: pl, client: client, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 		if err := c.registerNode(context.Background(), nd); err != nil {
 			t.Fatal(err)
 		}
@@ -140,14 +141,14 @@ func TestRegisterNodeSpec(t *testing.T) {
 // TestRootlessMounts: a rootless plan refuses mounts, naming each, with
 // exit 2; a root plan takes them into the node's sandbox.
 func TestRootlessMounts(t *testing.T) {
-	plan := testPlan(t, 2)
-	cfg := plan.Cfg
+	pl := testPlan(t, 2)
+	cfg := pl.Cfg
 	cfg.NodeSpecs = []config.NodeSpec{{}, {Mounts: []config.Mount{{HostPath: "/srv/data", NodePath: "/data", ReadOnly: true}}}}
-	_, err := NewRootlessPlan(cfg, plan.Facts, "/IMAGES")
+	_, err := plan.NewRootlessPlan(cfg, pl.Facts, "/IMAGES")
 	if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "nodes[1].mounts[0] /srv/data: mounts are not supported in a rootless cluster") {
 		t.Errorf("rootless plan: error %v", err)
 	}
-	root, err := newPlan(cfg, plan.Facts, "/IMAGES", false)
+	root, err := plan.New(cfg, pl.Facts, "/IMAGES", false)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/components"
 	ppcomp "github.com/kubernix/kubernix/pkg/components/portproxy"
 	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/plan"
 )
 
 // portsConfig is a 2-node cluster on 10.61.0.0/16 whose node 1 publishes
@@ -40,16 +41,16 @@ func TestPublished(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.executor, func(t *testing.T) {
-			plan := testPlanOf(t, portsConfig(tt.executor))
+			pl := testPlanOf(t, portsConfig(tt.executor))
 			var got []string
-			for _, f := range plan.Forwards() {
+			for _, f := range pl.Forwards() {
 				got = append(got, f.String())
 			}
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("Forwards = %q, want %q", got, tt.want)
 			}
 			var lines []string
-			for _, p := range plan.Published() {
+			for _, p := range pl.Published() {
 				lines = append(lines, p.String())
 			}
 			want := []string{"127.0.0.1:8080/TCP -> node golden-node-1 port 30080", "0.0.0.0:5353/UDP -> node golden-node-1 port 5353"}
@@ -63,8 +64,8 @@ func TestPublished(t *testing.T) {
 // TestDescribePortProxy: the port proxy is described only when a node
 // publishes a port, in the Infrastructure phase, with every forward.
 func TestDescribePortProxy(t *testing.T) {
-	find := func(plan *Plan) *components.Description {
-		ds, err := Describe(plan)
+	find := func(pl *plan.Plan) *components.Description {
+		ds, err := plan.Describe(pl)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -143,7 +144,7 @@ func TestHostPortsPortProxy(t *testing.T) {
 		if !withPorts {
 			cfg.NodeSpecs = nil
 		}
-		has := slices.ContainsFunc(hostPorts(t, testPlanOf(t, cfg)), func(hp HostPort) bool {
+		has := slices.ContainsFunc(hostPorts(t, testPlanOf(t, cfg)), func(hp plan.HostPort) bool {
 			return hp.Component == "port-proxy (healthz)" && hp.Port == ppcomp.HealthzPort && hp.IP.String() == "10.61.0.1"
 		})
 		if has != withPorts {

@@ -7,10 +7,10 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/network"
+	"github.com/kubernix/kubernix/pkg/plan"
 	"github.com/kubernix/kubernix/pkg/process"
 )
 
@@ -33,20 +33,20 @@ import (
 // The error lists every problem, each naming the flag that fixes it, and
 // wraps config.ErrInvalid (exit 2); it is nil when the host is ready, or
 // wraps the host error that kept a check from running.
-func preflight(plan *Plan) error {
-	cfg := plan.Cfg
+func preflight(pl *plan.Plan) error {
+	cfg := pl.Cfg
 	var errs []error
-	netErrs, err := rangeProblems(cfg, plan.Net)
+	netErrs, err := rangeProblems(cfg, pl.Net)
 	if err != nil {
 		return fmt.Errorf("check the host's addresses and routes: %w", err)
 	}
 	errs = append(errs, netErrs...)
-	ports, err := HostPorts(plan)
+	ports, err := plan.HostPorts(pl)
 	if err != nil {
 		return err
 	}
 	errs = append(errs, clashProblems(ports)...)
-	ours := recordedPIDs(plan.Paths)
+	ours := recordedPIDs(pl.Paths)
 	for _, hp := range ports {
 		if err := portProblem(hp, ours); err != nil {
 			errs = append(errs, err)
@@ -134,55 +134,10 @@ func overlapProblems(cfg config.Config, n config.Network, uses []network.HostUse
 	return errs
 }
 
-// HostPort is a TCP port a component of the cluster listens on in the
-// network namespace of the host (or of rootlesskit, in rootless mode).
-type HostPort struct {
-	// Component listening: its ID, and which of its listeners when it
-	// has several, e.g. "etcd (client)", "kubelet@kx-node-0 (healthz)".
-	Component string
-	// IP it binds, e.g. the cluster bridge's host address.
-	IP netip.Addr
-	// Port number (TCP).
-	Port int
-	// Flag that moves the port, e.g. "--apiserver-port"; "" for a port
-	// fixed by kubernix (mostly the upstream default of the component).
-	Flag string
-}
-
-// HostPorts lists the ports of plan's components (Description.Ports) that
-// bind in the caller's network namespace, in Describe's order: every
-// component's except those of a node process inside a node sandbox with a
-// network namespace of its own (the container executor's). Errors are
-// Describe's.
-func HostPorts(plan *Plan) ([]HostPort, error) {
-	ds, err := Describe(plan)
-	if err != nil {
-		return nil, err
-	}
-	var out []HostPort
-	for _, d := range ds {
-		if nd := plan.nodeByName(d.Scope); nd != nil && d.InSandbox && !nd.Exec.HostNetwork() {
-			continue
-		}
-		for _, p := range d.Ports {
-			out = append(out, HostPort{Component: portName(d, p), IP: p.IP, Port: p.Port, Flag: p.Flag})
-		}
-	}
-	return out, nil
-}
-
-// portName names listener p of d: its ID, then p's name in parentheses.
-func portName(d components.Description, p components.Port) string {
-	if p.Name == "" {
-		return d.ID()
-	}
-	return d.ID() + " (" + p.Name + ")"
-}
-
 // clashProblems returns an error for each port of ports that a port with
 // a flag (--registry-port, say) shares with another component on the same
 // address, naming the flag.
-func clashProblems(ports []HostPort) []error {
+func clashProblems(ports []plan.HostPort) []error {
 	var errs []error
 	for i, hp := range ports {
 		if hp.Flag == "" {
@@ -202,7 +157,7 @@ func clashProblems(ports []HostPort) []error {
 // address, pid and command when found) and what to do, when a listener
 // other than one of the processes in ignore keeps hp from binding; nil
 // when it is free.
-func portProblem(hp HostPort, ignore map[int]bool) error {
+func portProblem(hp plan.HostPort, ignore map[int]bool) error {
 	ls, err := host.PortConflicts(hp.IP, hp.Port)
 	if err != nil {
 		return fmt.Errorf("check port %d (%s): %w", hp.Port, hp.Component, err)

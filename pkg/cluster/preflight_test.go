@@ -11,6 +11,7 @@ import (
 
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/network"
+	"github.com/kubernix/kubernix/pkg/plan"
 	"github.com/kubernix/kubernix/pkg/process"
 )
 
@@ -70,7 +71,7 @@ func TestPortProblem(t *testing.T) {
 	}
 	defer ln.Close()
 	port := ln.Addr().(*net.TCPAddr).Port
-	hp := HostPort{Component: "etcd (client)", IP: netip.MustParseAddr("127.0.0.1"), Port: port}
+	hp := plan.HostPort{Component: "etcd (client)", IP: netip.MustParseAddr("127.0.0.1"), Port: port}
 
 	err = portProblem(hp, nil)
 	want := "port " + strconv.Itoa(port) + " is in use, so etcd (client) cannot listen on 127.0.0.1: a listener on " + ln.Addr().String() + " (pid " + strconv.Itoa(os.Getpid()) + ","
@@ -160,9 +161,9 @@ func TestOverlapProblems(t *testing.T) {
 }
 
 // hostPorts is HostPorts(plan), which must not fail.
-func hostPorts(t *testing.T, plan *Plan) []HostPort {
+func hostPorts(t *testing.T, pl *plan.Plan) []plan.HostPort {
 	t.Helper()
-	ports, err := HostPorts(plan)
+	ports, err := plan.HostPorts(pl)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/components/registry"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/doctor"
+	"github.com/kubernix/kubernix/pkg/plan"
 	"github.com/kubernix/kubernix/pkg/rootless"
 	"github.com/kubernix/kubernix/pkg/state"
 )
@@ -54,7 +55,7 @@ type PrepareOptions struct {
 // Prepared is a plan that has passed up's checks: what Up starts.
 type Prepared struct {
 	// Plan is the cluster, its ports chosen.
-	Plan *Plan
+	Plan *plan.Plan
 	// Report is the doctor's, whose failures the caller prints.
 	Report doctor.Report
 	// Notices say what Prepare chose that the user did not ask for, e.g.
@@ -91,111 +92,167 @@ type Prepared struct {
 // could not run. In a dry run only a config that cannot be planned at all
 // is an error; the failed checks are in Refusals.
 func Prepare(ctx context.Context, cfg config.Config, opts PrepareOptions) (*Prepared, error) {
-	pr := &Prepared{}
-	refuse := func(err error) error {
-		if err != nil && opts.DryRun {
-			pr.Refusals = append(pr.Refusals, err)
-			return nil
-		}
-		return err
-	}
-	rootless := opts.Mode != AsRoot
-	if opts.Mode != InRootlesskit {
-		if pid, ok := state.Running(cfg.Paths()); ok {
-			if err := refuse(runningError(cfg.Name, pid, runningChanges(cfg, opts.Mode))); err != nil {
-				return nil, err
-			}
-		}
+	pp := &preparation{ctx: ctx, opts: opts, pr: &Prepared{}}
+	if err := pp.notRunning(cfg); err != nil {
+		return nil, err
 	}
 	finder := bins.NewFinder(cfg.BinDir, cfg.BundleDir)
-	report, facts := doctor.Check(ctx, finder, doctor.Options{Release: ReleaseOf(cfg), CNIDir: cfg.CNIDir, CgroupParent: cfg.CgroupParent})
-	pr.Report = report
+	facts := pp.hostFacts(finder, cfg)
+	imagesDir, imagesErr := finder.ImagesDir()
+	if opts.Mode == AsUser {
+		cfg.CgroupParent = facts.CgroupParent
+	}
+	cfg, err := pp.ports(cfg, facts, imagesDir)
+	if err != nil {
+		return pp.pr, err
+	}
+	pl, err := plan.New(cfg, facts, imagesDir, opts.Mode != AsRoot)
+	if err != nil {
+		return pp.pr, err
+	}
+	pp.pr.Plan = pl
+	for _, check := range []func() error{
+		func() error { return pp.checkHost(pl, facts, imagesErr) },
+		func() error { return pp.checkChanges(cfg) },
+		func() error { return pp.checkPlan(pl) },
+	} {
+		if err := check(); err != nil {
+			return pp.pr, err
+		}
+	}
+	pl.Checked = len(pp.pr.Refusals) == 0
+	return pp.pr, nil
+}
+
+// preparation is one Prepare: its options and what it found so far.
+type preparation struct {
+	ctx  context.Context
+	opts PrepareOptions
+	pr   *Prepared
+}
+
+// refuse is err, except in a dry run, which records it in Refusals and
+// goes on.
+func (pp *preparation) refuse(err error) error {
+	if err != nil && pp.opts.DryRun {
+		pp.pr.Refusals = append(pp.pr.Refusals, err)
+		return nil
+	}
+	return err
+}
+
+// notRunning refuses a running cluster, listing what cfg would change in
+// it; inside rootlesskit the parent checked.
+func (pp *preparation) notRunning(cfg config.Config) error {
+	if pp.opts.Mode == InRootlesskit {
+		return nil
+	}
+	if pid, ok := state.Running(cfg.Paths()); ok {
+		return pp.refuse(runningError(cfg.Name, pid, runningChanges(cfg, pp.opts.Mode)))
+	}
+	return nil
+}
+
+// hostFacts runs the doctor's checks (the report goes to pr.Report).
+// Where they fail, the facts still name where each missing binary was
+// looked for, so that the input's own problems are refused before the
+// host's (checkHost).
+func (pp *preparation) hostFacts(finder *bins.Finder, cfg config.Config) doctor.Facts {
+	rel := plan.ReleaseOf(cfg)
+	report, facts := doctor.Check(pp.ctx, finder, doctor.Options{Release: rel, CNIDir: cfg.CNIDir, CgroupParent: cfg.CgroupParent})
+	pp.pr.Report = report
 	if report.Failed() {
-		// The plan names where a missing binary was looked for; the
-		// input's own problems are refused before the host's.
-		located := doctor.Locate(finder, ReleaseOf(cfg), cfg.CNIDir)
+		located := doctor.Locate(finder, rel, cfg.CNIDir)
 		maps.Copy(located.Paths, facts.Paths)
 		facts.Paths = located.Paths
 		if facts.CNIDir == "" {
 			facts.CNIDir = located.CNIDir
 		}
 	}
-	imagesDir, imagesErr := finder.ImagesDir()
-	if opts.Mode == AsUser {
-		cfg.CgroupParent = facts.CgroupParent
+	return facts
+}
+
+// ports chooses the apiserver and registry ports (choosePorts; the
+// notices go to pr.Notices) and validates the config again when the
+// registry's moved: a mirror of localhost:<that port> is refused before
+// anything is made. Inside rootlesskit the parent chose them.
+func (pp *preparation) ports(cfg config.Config, facts doctor.Facts, imagesDir string) (config.Config, error) {
+	if pp.opts.Mode == InRootlesskit {
+		return cfg, nil
 	}
-	if opts.Mode != InRootlesskit {
-		chosen, notices, errs := choosePorts(cfg, facts, imagesDir, opts.Mode)
-		for _, err := range errs {
-			if err := refuse(err); err != nil {
-				return pr, err
-			}
-		}
-		pr.Notices = notices
-		if chosen.RegistryPort != cfg.RegistryPort {
-			// A mirror of localhost:<that port> is refused before
-			// anything is made.
-			if err := refuse(chosen.Validate()); err != nil {
-				return pr, err
-			}
-		}
-		cfg = chosen
-	}
-	plan, err := newPlan(cfg, facts, imagesDir, rootless)
-	if err != nil {
-		return pr, err
-	}
-	pr.Plan = plan
-	hostChecks := func() error { return preflight(plan) }
-	if opts.Mode == AsUser {
-		// On the host, where rootlesskit publishes the mappings; the
-		// rest is checked inside it.
-		hostChecks = func() error { return problems(checkPortMappings(cfg)) }
-	}
-	if err := refuse(hostChecks()); err != nil {
-		return pr, err
-	}
-	if report.Failed() {
-		if err := refuse(HostNotReady(report, facts)); err != nil {
-			return pr, err
+	chosen, notices, errs := choosePorts(cfg, facts, imagesDir, pp.opts.Mode)
+	for _, err := range errs {
+		if err := pp.refuse(err); err != nil {
+			return cfg, err
 		}
 	}
-	if err := refuse(imagesErr); err != nil {
-		return pr, err
-	}
-	if opts.Mode != InRootlesskit {
-		pr.Changes, err = ConfigChanges(cfg, rootless)
-		switch {
-		case err != nil && opts.DryRun:
-			pr.Refusals = append(pr.Refusals, err)
-		case err != nil:
-			// A record that cannot be read is left to the supervisor,
-			// whose Up refuses it before it starts anything
-			// (RemoveLeftovers) and reports that as its own error.
-		default:
-			if err := refuse(refuseNewCluster(cfg.Name, pr.Changes)); err != nil {
-				return pr, err
-			}
+	pp.pr.Notices = notices
+	if chosen.RegistryPort != cfg.RegistryPort {
+		if err := pp.refuse(chosen.Validate()); err != nil {
+			return cfg, err
 		}
 	}
-	if opts.Mode == InRootlesskit {
-		if _, ok := state.ReadRootless(plan.Paths); !ok {
-			return pr, fmt.Errorf("%s is missing: --rootless-child is started by `kubernix up` as an ordinary user", state.RootlessFile(plan.Paths))
+	return chosen, nil
+}
+
+// checkHost runs preflight (AsUser only the port mappings, on the host
+// where rootlesskit publishes them; the rest is checked inside it), then
+// refuses a host the doctor failed and built-in images that are missing.
+func (pp *preparation) checkHost(pl *plan.Plan, facts doctor.Facts, imagesErr error) error {
+	hostChecks := func() error { return preflight(pl) }
+	if pp.opts.Mode == AsUser {
+		hostChecks = func() error { return problems(checkPortMappings(pl.Cfg)) }
+	}
+	if err := pp.refuse(hostChecks()); err != nil {
+		return err
+	}
+	if pp.pr.Report.Failed() {
+		if err := pp.refuse(HostNotReady(pp.pr.Report, facts)); err != nil {
+			return err
 		}
 	}
-	checks := []func() error{
-		func() error { return CheckComponents(ctx, plan) },
-		func() error { return checkAddonImages(plan) },
-		func() error { return checkName(plan) },
-		func() error { return checkHostNamespaces(ctx, plan) },
+	return pp.refuse(imagesErr)
+}
+
+// checkChanges records what cfg changes since the cluster's last up
+// (pr.Changes) and refuses those that need a new cluster. A record that
+// cannot be read is left to the supervisor, whose Up refuses it before it
+// starts anything (RemoveLeftovers); a dry run lists it. Inside
+// rootlesskit the parent compared them, and the rootless record must be
+// there.
+func (pp *preparation) checkChanges(cfg config.Config) error {
+	if pp.opts.Mode == InRootlesskit {
+		if _, ok := state.ReadRootless(cfg.Paths()); !ok {
+			return fmt.Errorf("%s is missing: --rootless-child is started by `kubernix up` as an ordinary user", state.RootlessFile(cfg.Paths()))
+		}
+		return nil
 	}
-	for _, check := range checks {
-		if err := refuse(check()); err != nil {
-			return pr, err
+	changes, err := ConfigChanges(cfg, pp.opts.Mode != AsRoot)
+	pp.pr.Changes = changes
+	switch {
+	case err != nil && pp.opts.DryRun:
+		pp.pr.Refusals = append(pp.pr.Refusals, err)
+	case err == nil:
+		return pp.refuse(refuseNewCluster(cfg.Name, changes))
+	}
+	return nil
+}
+
+// checkPlan lets the components check their settings, and refuses
+// missing addon images, a name another cluster claims and a second
+// cluster in the host's namespaces.
+func (pp *preparation) checkPlan(pl *plan.Plan) error {
+	for _, check := range []func() error{
+		func() error { return CheckComponents(pp.ctx, pl) },
+		func() error { return checkAddonImages(pl) },
+		func() error { return checkName(pl) },
+		func() error { return checkHostNamespaces(pp.ctx, pl) },
+	} {
+		if err := pp.refuse(check()); err != nil {
+			return err
 		}
 	}
-	plan.prepared = len(pr.Refusals) == 0
-	return pr, nil
+	return nil
 }
 
 // HostNotReady is the error of the doctor's failed checks in report,
@@ -241,33 +298,33 @@ var movablePorts = []movablePort{
 // that cannot be chosen is left as given and its error, wrapping
 // config.ErrInvalid and naming the flag, returned.
 func choosePorts(cfg config.Config, facts doctor.Facts, imagesDir string, mode Mode) (config.Config, []string, []error) {
-	plan, err := newPlan(cfg, facts, imagesDir, mode != AsRoot)
+	pl, err := plan.New(cfg, facts, imagesDir, mode != AsRoot)
 	if err != nil {
 		return cfg, nil, []error{err}
 	}
-	ports, err := HostPorts(plan)
+	ports, err := plan.HostPorts(pl)
 	if err != nil {
 		return cfg, nil, []error{err}
 	}
 	var ignore map[int]bool
 	where := ""
 	if mode == AsRoot {
-		ignore = recordedPIDs(plan.Paths)
+		ignore = recordedPIDs(pl.Paths)
 	} else {
 		where = " on " + HostLoopback.String()
 	}
 	var notices []string
 	var errs []error
 	for _, m := range movablePorts {
-		var listeners []HostPort
+		var listeners []plan.HostPort
 		for _, hp := range ports {
 			if hp.Flag != m.flag {
 				continue
 			}
 			if mode != AsRoot {
-				hp = HostPort{Component: hp.Component + " (rootlesskit's port forward)", IP: HostLoopback, Flag: hp.Flag}
+				hp = plan.HostPort{Component: hp.Component + " (rootlesskit's port forward)", IP: HostLoopback, Flag: hp.Flag}
 			}
-			if !slices.ContainsFunc(listeners, func(l HostPort) bool { return l.IP == hp.IP }) {
+			if !slices.ContainsFunc(listeners, func(l plan.HostPort) bool { return l.IP == hp.IP }) {
 				listeners = append(listeners, hp)
 			}
 		}
@@ -324,7 +381,7 @@ func runningChanges(cfg config.Config, mode Mode) []Change {
 	if mode == AsRoot {
 		finder := bins.NewFinder(cfg.BinDir, cfg.BundleDir)
 		imagesDir, _ := finder.ImagesDir()
-		cfg, _, _ = choosePorts(cfg, doctor.Locate(finder, ReleaseOf(cfg), cfg.CNIDir), imagesDir, mode)
+		cfg, _, _ = choosePorts(cfg, doctor.Locate(finder, plan.ReleaseOf(cfg), cfg.CNIDir), imagesDir, mode)
 	} else if cfg.CgroupParent == "" {
 		cfg.CgroupParent, _ = rootless.DelegatedCgroup(os.Getuid())
 	}

@@ -9,6 +9,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/doctor"
 	"github.com/kubernix/kubernix/pkg/node"
+	"github.com/kubernix/kubernix/pkg/plan"
 	"github.com/kubernix/kubernix/pkg/release"
 	"github.com/kubernix/kubernix/pkg/state"
 	"github.com/kubernix/kubernix/pkg/state/statetest"
@@ -67,11 +68,11 @@ func TestRecover(t *testing.T) {
 				t.Errorf("executor %q, cgroup parent %q; want %q, %q", cfg.Executor, cfg.CgroupParent, tt.wantExecutor, tt.wantParent)
 			}
 			// What down works from.
-			plan, err := NewPlan(cfg, testFacts(), "")
+			pl, err := plan.NewPlan(cfg, testFacts(), "")
 			if err != nil {
 				t.Fatalf("NewPlan of the recovered config: %v", err)
 			}
-			if _, err := Describe(plan); err != nil {
+			if _, err := plan.Describe(pl); err != nil {
 				t.Fatalf("Describe of the recovered plan: %v", err)
 			}
 		})
@@ -104,15 +105,15 @@ func TestUndescribed(t *testing.T) {
 	if !errors.As(err, new(*state.DamagedError)) {
 		t.Fatalf("LoadRecorded = %v, want a DamagedError", err)
 	}
-	plan, err := NewPlan(cfg, testFacts(), "")
+	pl, err := plan.NewPlan(cfg, testFacts(), "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, err := Describe(plan)
+	ds, err := plan.Describe(pl)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := undescribed(plan, ds)
+	got := undescribed(pl, ds)
 	if want := []string{p.Run(config.ControlPlaneScope, "port-proxy")}; !slices.Equal(got, want) {
 		t.Errorf("undescribed = %q, want %q", got, want)
 	}

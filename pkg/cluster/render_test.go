@@ -16,6 +16,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/doctor"
 	"github.com/kubernix/kubernix/pkg/host"
+	"github.com/kubernix/kubernix/pkg/plan"
 	"github.com/kubernix/kubernix/pkg/release"
 )
 
@@ -23,7 +24,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 
 // testPlan is a plan of nodes nodes with fixed host facts, run by the
 // executor named (default: the config's default).
-func testPlan(t *testing.T, nodes int, executor ...string) *Plan {
+func testPlan(t *testing.T, nodes int, executor ...string) *plan.Plan {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Name = "golden"
@@ -35,16 +36,16 @@ func testPlan(t *testing.T, nodes int, executor ...string) *Plan {
 }
 
 // testPlanOf is testPlan of cfg, resolved with its state dir /STATE.
-func testPlanOf(t *testing.T, cfg config.Config) *Plan {
+func testPlanOf(t *testing.T, cfg config.Config) *plan.Plan {
 	t.Helper()
 	cfg.StateDir = "/STATE"
 	cfg.Resolve()
 	cfg.StateDir = "/STATE"
-	plan, err := NewPlan(cfg, goldenFacts(), "/IMAGES")
+	pl, err := plan.NewPlan(cfg, goldenFacts(), "/IMAGES")
 	if err != nil {
 		t.Fatal(err)
 	}
-	return plan
+	return pl
 }
 
 // goldenFacts are the host facts of testPlan: binaries under /BIN, the
@@ -70,12 +71,12 @@ func goldenFacts() doctor.Facts {
 // compares with testdata/<node>/; run with -update to rewrite them. The
 // structured files must also parse back.
 func TestNodeFilesGolden(t *testing.T) {
-	plan := testPlan(t, 3)
+	pl := testPlan(t, 3)
 	self, _ := os.Executable()
 	for _, idx := range []int{0, 2} {
-		nd := plan.Nodes[idx]
+		nd := pl.Nodes[idx]
 		t.Run(nd.Name, func(t *testing.T) {
-			files, err := NodeFiles(plan, nd)
+			files, err := plan.NodeFiles(pl, nd)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -113,23 +114,23 @@ func TestPerNodeValues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.executor+"/"+tt.ip+"/"+string(rune('0'+tt.nodes)), func(t *testing.T) {
-			plan := testPlan(t, tt.nodes, tt.executor)
+			pl := testPlan(t, tt.nodes, tt.executor)
 			want := tt.executor
 			if want == "" {
 				want = config.ExecutorContainer // the default, one node too
 			}
-			if plan.Executor != want {
-				t.Fatalf("executor = %s, want %s", plan.Executor, want)
+			if pl.Executor != want {
+				t.Fatalf("executor = %s, want %s", pl.Executor, want)
 			}
-			nd := plan.Nodes[tt.idx]
+			nd := pl.Nodes[tt.idx]
 			got := map[string]string{
 				"ip":          nd.IP.String(),
 				"pod CIDR":    nd.PodCIDR.String(),
-				"socket":      plan.Paths.Node(nd.Name).ContainerdSocket(),
-				"cgroup":      plan.CgroupRoot(nd),
-				"kubelet":     plan.kubeletSpec(nd).HealthURL(),
-				"kube-proxy":  plan.kubeProxySpec(nd).HealthURL(),
-				"apiserverIP": plan.APIServerIP.String(),
+				"socket":      pl.Paths.Node(nd.Name).ContainerdSocket(),
+				"cgroup":      pl.CgroupRoot(nd),
+				"kubelet":     pl.KubeletSpec(nd).HealthURL(),
+				"kube-proxy":  pl.KubeProxySpec(nd).HealthURL(),
+				"apiserverIP": pl.APIServerIP.String(),
 			}
 			wantValues := map[string]string{
 				"ip": tt.ip, "pod CIDR": tt.podCIDR, "socket": tt.socket, "cgroup": tt.cgroup,
@@ -140,7 +141,7 @@ func TestPerNodeValues(t *testing.T) {
 					t.Errorf("%s = %q, want %q", k, got[k], w)
 				}
 			}
-			np := plan.NetworkPlan()
+			np := pl.NetworkPlan()
 			if len(np.Nodes) != tt.nodes || np.Nodes[tt.idx].Local != (want == "process") {
 				t.Errorf("network plan nodes = %+v", np.Nodes)
 			}
@@ -161,7 +162,7 @@ func checkGolden(t *testing.T, dir string, files map[string][]byte, self string)
 	}
 	sort.Strings(names)
 	for _, name := range names {
-		got := Placeholders(files[name], self, "$KUBERNIX")
+		got := plan.Placeholders(files[name], self, "$KUBERNIX")
 		golden := filepath.Join(dir, name)
 		if *update {
 			if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -200,16 +201,16 @@ func TestPlanGolden(t *testing.T) {
 	self, _ := os.Executable()
 	tests := []struct {
 		name string
-		plan func(t *testing.T) *Plan
+		pl   func(t *testing.T) *plan.Plan
 	}{
-		{"1-node", func(t *testing.T) *Plan { return testPlan(t, 1) }},
-		{"3-node", func(t *testing.T) *Plan { return testPlan(t, 3) }},
+		{"1-node", func(t *testing.T) *plan.Plan { return testPlan(t, 1) }},
+		{"3-node", func(t *testing.T) *plan.Plan { return testPlan(t, 3) }},
 		{"rootless", rootlessPlan},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var out bytes.Buffer
-			if err := WritePlan(&out, tt.plan(t)); err != nil {
+			if err := plan.WritePlan(&out, tt.pl(t)); err != nil {
 				t.Fatal(err)
 			}
 			checkGolden(t, filepath.Join("testdata", "plan"), map[string][]byte{tt.name + ".txt": out.Bytes()}, self)

@@ -13,13 +13,14 @@ import (
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/doctor"
 	"github.com/kubernix/kubernix/pkg/host"
+	"github.com/kubernix/kubernix/pkg/plan"
 	"github.com/kubernix/kubernix/pkg/release"
 	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // rootlessPlan is a 1-node rootless plan with the facts the doctor finds
 // inside rootlesskit's namespace on a cgroup v1 host.
-func rootlessPlan(t *testing.T) *Plan {
+func rootlessPlan(t *testing.T) *plan.Plan {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Name = "golden"
@@ -42,12 +43,12 @@ func rootlessPlan(t *testing.T) *Plan {
 	}
 	facts.Paths["runc"] = "/usr/sbin/runc"
 	facts.Paths["nft"] = "/usr/sbin/nft"
-	plan, err := NewPlan(cfg, facts, "/IMAGES")
+	pl, err := plan.NewPlan(cfg, facts, "/IMAGES")
 	if err != nil {
 		t.Fatal(err)
 	}
-	plan.Rootless = true // as the state dir's rootless.json would say
-	return plan
+	pl.Rootless = true // as the state dir's rootless.json would say
+	return pl
 }
 
 // TestRootlessNodeFilesGolden renders the node of a rootless cluster and
@@ -56,9 +57,9 @@ func rootlessPlan(t *testing.T) *Plan {
 // restricted, the kubelet's KubeletInUserNamespace gate, its cgroupRoot
 // under the delegated subtree and no node allocatable enforcement.
 func TestRootlessNodeFilesGolden(t *testing.T) {
-	plan := rootlessPlan(t)
+	pl := rootlessPlan(t)
 	self, _ := os.Executable()
-	files, err := NodeFiles(plan, plan.Nodes[0])
+	files, err := plan.NodeFiles(pl, pl.Nodes[0])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,15 +96,15 @@ func TestRootlessNodeFilesGolden(t *testing.T) {
 // TestRootlessPlan checks what differs in a rootless plan: the cgroups,
 // the host kubeconfig and that its Cleanup skips the host network.
 func TestRootlessPlan(t *testing.T) {
-	plan := rootlessPlan(t)
-	if got := plan.CgroupRoot(plan.Nodes[0]); got != "/kubernix-1000/golden-node-0" {
+	pl := rootlessPlan(t)
+	if got := pl.CgroupRoot(pl.Nodes[0]); got != "/kubernix-1000/golden-node-0" {
 		t.Errorf("cgroup root = %s", got)
 	}
-	if s := plan.kubeletSpec(plan.Nodes[0]); !s.Rootless {
+	if s := pl.KubeletSpec(pl.Nodes[0]); !s.Rootless {
 		t.Error("kubelet spec not rootless")
 	}
-	if !strings.Contains(plan.String(), "rootless") {
-		t.Errorf("plan string %q does not say rootless", plan.String())
+	if !strings.Contains(pl.String(), "rootless") {
+		t.Errorf("plan string %q does not say rootless", pl.String())
 	}
 	root := testPlan(t, 1)
 	if got := root.CgroupRoot(root.Nodes[0]); got != "/kubernix/golden-node-0" {

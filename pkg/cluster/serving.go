@@ -14,43 +14,15 @@ import (
 
 	"github.com/kubernix/kubernix/pkg/addons"
 	"github.com/kubernix/kubernix/pkg/components"
-	"github.com/kubernix/kubernix/pkg/pki"
+	"github.com/kubernix/kubernix/pkg/plan"
 )
-
-// addonServices are the Services of the configured addons that get a
-// serving certificate from the cluster CA (addons.Serving), in
-// --addons order.
-func (p *Plan) addonServices() []pki.Service {
-	var out []pki.Service
-	for _, name := range p.Cfg.Addons {
-		if a, ok := addons.Lookup(name); ok && a.Serving != nil {
-			ns, svc := a.Serving.ServiceName()
-			out = append(out, pki.Service{Name: svc, Namespace: ns, ClusterDomain: p.Cfg.ClusterDomain})
-		}
-	}
-	return out
-}
-
-// servingSummary says, for the plan, what the manifest task of an addon
-// with serving certificate s does besides applying it; "" for none.
-func servingSummary(s *addons.Serving) string {
-	if s == nil {
-		return ""
-	}
-	ns, _ := s.ServiceName()
-	out := fmt.Sprintf(", after Secret %s/%s (serving certificate for Service %s and the cluster CA, from the PKI)", ns, s.Secret, s.Service)
-	if s.APIService != "" {
-		out += ", with the cluster CA as caBundle of APIService " + s.APIService
-	}
-	return out
-}
 
 // applyAddon is an addon's manifest task (d): for an addon with a
 // serving certificate it first writes the certificate's Secret, then
 // applies the manifest with the APIService's caBundle set to the
 // cluster CA.
 func (c *Cluster) applyAddon(ctx context.Context, d components.Description) error {
-	a, ok := addons.Lookup(strings.TrimSuffix(d.Name, manifestSuffix))
+	a, ok := addons.Lookup(strings.TrimSuffix(d.Name, plan.ManifestSuffix))
 	if !ok || a.Serving == nil {
 		return c.apply(ctx, d.Manifest, nil)
 	}

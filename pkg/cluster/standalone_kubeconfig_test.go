@@ -39,18 +39,18 @@ func TestStandaloneKubeconfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			plan := testPlan(t, 1)
-			plan.Paths = config.Paths{State: t.TempDir()}
-			b, err := pki.Ensure(plan.PKISpec())
+			pl := testPlan(t, 1)
+			pl.Paths = config.Paths{State: t.TempDir()}
+			b, err := pki.Ensure(pl.PKISpec())
 			if err != nil {
 				t.Fatal(err)
 			}
 			if tt.rootless {
-				if err := state.WriteRootless(plan.Paths, state.RootlessState{HostAPIServer: netip.MustParseAddrPort("127.0.0.1:7443")}); err != nil {
+				if err := state.WriteRootless(pl.Paths, state.RootlessState{HostAPIServer: netip.MustParseAddrPort("127.0.0.1:7443")}); err != nil {
 					t.Fatal(err)
 				}
 			}
-			kc, err := StandaloneKubeconfig(plan, tt.internal)
+			kc, err := StandaloneKubeconfig(pl, tt.internal)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -92,9 +92,9 @@ func TestStandaloneKubeconfig(t *testing.T) {
 		})
 	}
 	t.Run("no PKI", func(t *testing.T) {
-		plan := testPlan(t, 1)
-		plan.Paths = config.Paths{State: t.TempDir()}
-		if _, err := StandaloneKubeconfig(plan, false); err == nil {
+		pl := testPlan(t, 1)
+		pl.Paths = config.Paths{State: t.TempDir()}
+		if _, err := StandaloneKubeconfig(pl, false); err == nil {
 			t.Error("want an error without the cluster's PKI")
 		}
 	})
@@ -125,14 +125,14 @@ func TestConfigKubeconfig(t *testing.T) {
 			if err := os.Chmod(dir, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			plan := testPlan(t, 1)
-			plan.Paths = config.Paths{State: filepath.Join(dir, "state")}
-			plan.Cfg.Kubeconfig = filepath.Join(dir, "chosen", "kc")
-			b, err := pki.Ensure(plan.PKISpec())
+			pl := testPlan(t, 1)
+			pl.Paths = config.Paths{State: filepath.Join(dir, "state")}
+			pl.Cfg.Kubeconfig = filepath.Join(dir, "chosen", "kc")
+			b, err := pki.Ensure(pl.PKISpec())
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := kubeconfig.Write(plan.Paths.Kubeconfig("admin"), plan.Cfg.ContextName(), plan.APIServerURL(), b.CA.Cert, b.Admin); err != nil {
+			if err := kubeconfig.Write(pl.Paths.Kubeconfig("admin"), pl.Cfg.ContextName(), pl.APIServerURL(), b.CA.Cert, b.Admin); err != nil {
 				t.Fatal(err)
 			}
 			userDefault := filepath.Join(dir, "default")
@@ -140,31 +140,31 @@ func TestConfigKubeconfig(t *testing.T) {
 			t.Setenv("SUDO_UID", tt.sudo[1])
 			t.Setenv("SUDO_GID", tt.sudo[2])
 			t.Setenv("KUBECONFIG", userDefault)
-			c := &Cluster{Plan: plan, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+			c := &Cluster{Plan: pl, Log: slog.New(slog.NewTextHandler(io.Discard, nil))}
 			if warning := c.mergeUserKubeconfig(); warning != "" {
 				t.Fatal(warning)
 			}
-			got, err := clientcmd.LoadFromFile(plan.Cfg.Kubeconfig)
+			got, err := clientcmd.LoadFromFile(pl.Cfg.Kubeconfig)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if got.CurrentContext != plan.Cfg.ContextName() || got.Contexts[plan.Cfg.ContextName()] == nil {
-				t.Errorf("%s lacks the context: %+v", plan.Cfg.Kubeconfig, got)
+			if got.CurrentContext != pl.Cfg.ContextName() || got.Contexts[pl.Cfg.ContextName()] == nil {
+				t.Errorf("%s lacks the context: %+v", pl.Cfg.Kubeconfig, got)
 			}
-			if st, err := os.Stat(plan.Cfg.Kubeconfig); err != nil || strconv.Itoa(int(st.Sys().(*syscall.Stat_t).Uid)) != tt.wantUID {
-				t.Errorf("%s: owner %v (%v), want uid %s", plan.Cfg.Kubeconfig, st.Sys(), err, tt.wantUID)
+			if st, err := os.Stat(pl.Cfg.Kubeconfig); err != nil || strconv.Itoa(int(st.Sys().(*syscall.Stat_t).Uid)) != tt.wantUID {
+				t.Errorf("%s: owner %v (%v), want uid %s", pl.Cfg.Kubeconfig, st.Sys(), err, tt.wantUID)
 			}
 			if _, err := os.Stat(userDefault); err == nil {
 				t.Errorf("up wrote $KUBECONFIG %s too", userDefault)
 			}
-			if err := removeUserKubeconfig(plan, c.Log); err != nil {
+			if err := removeUserKubeconfig(pl, c.Log); err != nil {
 				t.Fatal(err)
 			}
-			if got, err = clientcmd.LoadFromFile(plan.Cfg.Kubeconfig); err != nil {
+			if got, err = clientcmd.LoadFromFile(pl.Cfg.Kubeconfig); err != nil {
 				t.Fatal(err)
 			}
 			if len(got.Contexts) != 0 || got.CurrentContext != "" {
-				t.Errorf("down left the context in %s: %+v", plan.Cfg.Kubeconfig, got)
+				t.Errorf("down left the context in %s: %+v", pl.Cfg.Kubeconfig, got)
 			}
 		})
 	}

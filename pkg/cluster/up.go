@@ -25,6 +25,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/kubeconfig"
 	"github.com/kubernix/kubernix/pkg/network"
 	"github.com/kubernix/kubernix/pkg/pki"
+	"github.com/kubernix/kubernix/pkg/plan"
 	"github.com/kubernix/kubernix/pkg/process"
 	"github.com/kubernix/kubernix/pkg/state"
 )
@@ -51,7 +52,7 @@ type Options struct {
 
 // Cluster is a running cluster, as Up returns it.
 type Cluster struct {
-	Plan       *Plan
+	Plan       *plan.Plan
 	PKI        *pki.Bundle
 	Log        *slog.Logger
 	opts       Options
@@ -80,18 +81,18 @@ type Cluster struct {
 // Prepare. On failure it cleans up everything it did (unless
 // opts.Retain) and returns the error, which names the failing component
 // and carries its log tail. A plan Prepare did not pass is an error.
-func Up(ctx context.Context, plan *Plan, log *slog.Logger, opts Options) (*Cluster, error) {
-	if !plan.prepared {
-		return nil, errors.New("the plan of cluster " + plan.Cfg.Name + " did not pass Prepare's checks")
+func Up(ctx context.Context, pl *plan.Plan, log *slog.Logger, opts Options) (*Cluster, error) {
+	if !pl.Checked {
+		return nil, errors.New("the plan of cluster " + pl.Cfg.Name + " did not pass Prepare's checks")
 	}
-	c := &Cluster{Plan: plan, Log: log, opts: opts, timings: newTimings(), agents: map[string][]boot.Stoppable{}}
-	if err := RemoveLeftovers(ctx, plan, log); err != nil {
+	c := &Cluster{Plan: pl, Log: log, opts: opts, timings: newTimings(), agents: map[string][]boot.Stoppable{}}
+	if err := RemoveLeftovers(ctx, pl, log); err != nil {
 		return nil, err
 	}
-	if err := claimName(plan); err != nil {
+	if err := claimName(pl); err != nil {
 		return nil, fmt.Errorf("claim cluster name: %w", err)
 	}
-	if err := claimHostNamespaces(plan); err != nil {
+	if err := claimHostNamespaces(pl); err != nil {
 		return nil, fmt.Errorf("claim the host's namespaces: %w", err)
 	}
 	begin := time.Now()
@@ -99,19 +100,19 @@ func Up(ctx context.Context, plan *Plan, log *slog.Logger, opts Options) (*Clust
 	err := c.up(ctx)
 	if err != nil {
 		if opts.Retain {
-			return nil, fmt.Errorf("%w (--retain: state kept in %s; `kubernix down` removes it)", err, plan.Paths.State)
+			return nil, fmt.Errorf("%w (--retain: state kept in %s; `kubernix down` removes it)", err, pl.Paths.State)
 		}
 		cleanupErr := c.Down(context.WithoutCancel(ctx))
 		return nil, errors.Join(err, cleanupErr)
 	}
 	c.timings.Total = time.Since(begin)
-	_ = c.timings.save(plan.Paths)
+	_ = c.timings.save(pl.Paths)
 	if opts.Asked != nil {
-		if err := state.WriteFile(plan.Paths.AskedConfigFile(), opts.Asked); err != nil {
+		if err := state.WriteFile(pl.Paths.AskedConfigFile(), opts.Asked); err != nil {
 			log.Warn("record the settings up was given", "err", err)
 		}
 	}
-	c.progress("cluster %q ready in %s: %d node(s), kubectl context %s\n", plan.Cfg.Name, round(c.timings.Total), len(plan.Nodes), plan.Cfg.ContextName())
+	c.progress("cluster %q ready in %s: %d node(s), kubectl context %s\n", pl.Cfg.Name, round(c.timings.Total), len(pl.Nodes), pl.Cfg.ContextName())
 	c.progress("%s", c.kubeconfigWarning)
 	return c, nil
 }
@@ -141,7 +142,7 @@ func (c *Cluster) up(ctx context.Context) error {
 	if err := c.prepareHost(); err != nil {
 		return err
 	}
-	if err := p.pruneRegistryHosts(); err != nil {
+	if err := pruneRegistryHosts(p); err != nil {
 		return err
 	}
 	if err := c.prepare(); err != nil {
@@ -200,17 +201,17 @@ func (c *Cluster) prepare() error {
 // facts: what a cleanup after a crash must work from. Without a record it
 // returns plan itself. Errors wrap config.ErrInvalid when the record
 // cannot be read.
-func RecordedPlan(plan *Plan) (*Plan, error) {
-	file := plan.Paths.ConfigFile()
+func RecordedPlan(pl *plan.Plan) (*plan.Plan, error) {
+	file := pl.Paths.ConfigFile()
 	if _, err := os.Stat(file); errors.Is(err, os.ErrNotExist) {
-		return plan, nil
+		return pl, nil
 	}
 	cfg, err := config.Load(nil, []string{config.EnvPrefix + "CONFIG=" + file})
 	if err != nil {
 		return nil, fmt.Errorf("the record of the last run: %w", err)
 	}
-	cfg.StateDir = plan.Paths.State
-	return NewPlan(cfg, plan.Facts, plan.ImagesDir)
+	cfg.StateDir = pl.Paths.State
+	return plan.NewPlan(cfg, pl.Facts, pl.ImagesDir)
 }
 
 // RemoveLeftovers removes what a run of the cluster in plan's state dir
@@ -218,8 +219,8 @@ func RecordedPlan(plan *Plan) (*Plan, error) {
 // (RecordedPlan: its node count and executor may differ from plan's).
 // Call it only when the cluster's supervisor is not running. It does
 // nothing when there are no leftovers.
-func RemoveLeftovers(ctx context.Context, plan *Plan, log *slog.Logger) error {
-	recorded, err := RecordedPlan(plan)
+func RemoveLeftovers(ctx context.Context, pl *plan.Plan, log *slog.Logger) error {
+	recorded, err := RecordedPlan(pl)
 	if err != nil {
 		return err
 	}

@@ -12,10 +12,10 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubernix/kubernix/pkg/bins"
-	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/doctor"
 	"github.com/kubernix/kubernix/pkg/host"
+	"github.com/kubernix/kubernix/pkg/plan"
 	"github.com/kubernix/kubernix/pkg/state"
 )
 
@@ -105,10 +105,10 @@ func findByName(inv state.Inventory, name, def string) (string, error) {
 // on it (down, status, logs, config validate, kubeconfig): it locates the
 // cluster's state and binaries (doctor.Locate) and checks nothing; up's
 // plan is cluster.Prepare's.
-func Plan(cfg config.Config) (*cluster.Plan, error) {
+func Plan(cfg config.Config) (*plan.Plan, error) {
 	finder := bins.NewFinder(cfg.BinDir, cfg.BundleDir)
 	imagesDir, _ := finder.ImagesDir()
-	return cluster.NewPlan(cfg, doctor.Locate(finder, cluster.ReleaseOf(cfg), cfg.CNIDir), imagesDir)
+	return plan.NewPlan(cfg, doctor.Locate(finder, plan.ReleaseOf(cfg), cfg.CNIDir), imagesDir)
 }
 
 // BinDir is the directory of the bundled kubectl and crictl, "" if not found.

@@ -92,9 +92,9 @@ and exits 0, or lists every problem and exits 2. It changes nothing.`,
 			if err := cfg.Validate(); err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)
 			}
-			plan, err := common.Plan(cfg)
+			pl, err := common.Plan(cfg)
 			if err == nil {
-				err = cluster.CheckComponents(cmd.Context(), plan)
+				err = cluster.CheckComponents(cmd.Context(), pl)
 			}
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)

@@ -9,9 +9,9 @@ import (
 
 	"github.com/kubernix/kubernix/pkg/bins"
 	"github.com/kubernix/kubernix/pkg/cli/common"
-	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/doctor"
+	"github.com/kubernix/kubernix/pkg/plan"
 )
 
 // NewCommand returns `kubernix doctor`: for each required binary its path
@@ -32,7 +32,7 @@ func NewCommand(env *common.Env) *cobra.Command {
 				finder.Bundle.How = bundleSetBy(cmd, env.Environ)
 			}
 			report, facts := doctor.Check(cmd.Context(), finder,
-				doctor.Options{Release: cluster.ReleaseOf(cfg), CNIDir: cfg.CNIDir, CgroupParent: cfg.CgroupParent})
+				doctor.Options{Release: plan.ReleaseOf(cfg), CNIDir: cfg.CNIDir, CgroupParent: cfg.CgroupParent})
 			if facts.Mode == doctor.ModeRootless {
 				common.Fprintf(env.Streams.Out, "not root: checking for rootless mode (kubernix up runs the cluster under rootlesskit)\n")
 			}

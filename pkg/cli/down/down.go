@@ -114,14 +114,14 @@ func Down(ctx context.Context, env *common.Env, cfg config.Config, timeout time.
 			return ctx.Err()
 		}
 	}
-	plan, err := common.Plan(cfg)
+	pl, err := common.Plan(cfg)
 	if err != nil {
 		return err
 	}
-	if err := cluster.Cleanup(context.WithoutCancel(ctx), plan, log); err != nil {
+	if err := cluster.Cleanup(context.WithoutCancel(ctx), pl, log); err != nil {
 		return err
 	}
-	left, err := cluster.Leftovers(plan)
+	left, err := cluster.Leftovers(pl)
 	if err != nil {
 		return err
 	}

@@ -40,11 +40,11 @@ the host's is rootlesskit's port forward on 127.0.0.1).`,
 			if err != nil {
 				return err
 			}
-			plan, err := common.Plan(cfg)
+			pl, err := common.Plan(cfg)
 			if err != nil {
 				return err
 			}
-			kc, err := cluster.StandaloneKubeconfig(plan, internal)
+			kc, err := cluster.StandaloneKubeconfig(pl, internal)
 			if err != nil {
 				return fmt.Errorf("kubeconfig of cluster %q: %w", cfg.Name, err)
 			}

@@ -15,14 +15,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubernix/kubernix/pkg/cli/common"
-	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/plan"
 	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // NewCommand returns `kubernix logs [COMPONENT] [--node N] [-f]`: the log
-// of a component of the cluster (its description, cluster.Describe), of a
+// of a component of the cluster (its description, plan.Describe), of a
 // node's on node N (from 0), or with no argument the list of every log.
 func NewCommand(env *common.Env) *cobra.Command {
 	var nodeIndex int
@@ -116,11 +116,11 @@ type clusterLog struct {
 // describes, in start order, then the apiserver's audit log and the
 // supervisor's.
 func clusterLogs(ctx context.Context, cfg config.Config) ([]clusterLog, error) {
-	plan, err := common.Plan(cfg)
+	pl, err := common.Plan(cfg)
 	if err != nil {
 		return nil, err
 	}
-	ds, err := cluster.Describe(plan)
+	ds, err := plan.Describe(pl)
 	if err != nil {
 		return nil, err
 	}

@@ -10,9 +10,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/duration"
 
 	"github.com/kubernix/kubernix/pkg/cli/common"
-	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/pki"
+	"github.com/kubernix/kubernix/pkg/plan"
 )
 
 // Status is what `kubernix status` reports (-o json|yaml), and what its
@@ -35,7 +35,7 @@ type Status struct {
 	// Components are the cluster's processes in start order.
 	Components []Component `json:"components"`
 	// Ports are the ports the nodes publish on the host ([[nodes]] ports).
-	Ports []cluster.Published `json:"ports,omitempty"`
+	Ports []plan.Published `json:"ports,omitempty"`
 	// FailedNodes are the nodes the supervisor gave up on, with why.
 	FailedNodes []FailedNode `json:"failedNodes,omitempty"`
 	// ExpiringCertificates are the cluster's certificates that expire

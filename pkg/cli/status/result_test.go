@@ -13,9 +13,9 @@ import (
 	goldenfile "github.com/kubernix/kubernix/internal/golden"
 	"github.com/kubernix/kubernix/pkg/boot"
 	"github.com/kubernix/kubernix/pkg/cli/common"
-	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/plan"
 	"github.com/kubernix/kubernix/pkg/state"
 )
 
@@ -82,7 +82,7 @@ func statusCases() map[string]Status {
 		{Name: "registry", Processes: []AddonProcess{{ID: "registry", Running: false}}}}
 	unhealthyAddon.Healthy = false
 	ports := healthy
-	ports.Ports = []cluster.Published{{Listen: "127.0.0.1:8080", Protocol: "TCP", Node: "kx-node-0", NodePort: 30080},
+	ports.Ports = []plan.Published{{Listen: "127.0.0.1:8080", Protocol: "TCP", Node: "kx-node-0", NodePort: 30080},
 		{Listen: "0.0.0.0:5353", Protocol: "UDP", Node: "kx-node-0", NodePort: 53}}
 	damaged := Status{
 		Cluster: "kx", StateDir: "/tmp/kx", Time: now,

@@ -19,11 +19,11 @@ import (
 
 	"github.com/kubernix/kubernix/pkg/addons"
 	"github.com/kubernix/kubernix/pkg/cli/common"
-	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/components/apiserver"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/pki"
+	"github.com/kubernix/kubernix/pkg/plan"
 	"github.com/kubernix/kubernix/pkg/process"
 	"github.com/kubernix/kubernix/pkg/state"
 )
@@ -91,11 +91,11 @@ func NewCommand(env *common.Env) *cobra.Command {
 // Status.
 func collect(ctx context.Context, cfg config.Config, now time.Time) (Status, error) {
 	p := cfg.Paths()
-	plan, err := common.Plan(cfg)
+	pl, err := common.Plan(cfg)
 	if err != nil {
 		return Status{}, err
 	}
-	ds, err := cluster.Describe(plan)
+	ds, err := plan.Describe(pl)
 	if err != nil {
 		return Status{}, err
 	}
@@ -105,13 +105,13 @@ func collect(ctx context.Context, cfg config.Config, now time.Time) (Status, err
 		st.Supervisor.PID = 0
 	}
 	st.Components = componentStatus(ds, st.Supervisor.Running)
-	st.Ports = plan.Published()
+	st.Ports = pl.Published()
 	for _, n := range cfg.NodeNames() {
 		if b, err := os.ReadFile(state.FailedFile(p, n)); err == nil {
 			st.FailedNodes = append(st.FailedNodes, FailedNode{Node: n, Reason: strings.TrimRight(string(b), "\n")})
 		}
 	}
-	exp, err := pki.Expiring(pki.Files(plan.PKISpec()).Certificates(), now, pki.RenewBefore)
+	exp, err := pki.Expiring(pki.Files(pl.PKISpec()).Certificates(), now, pki.RenewBefore)
 	st.ExpiringCertificates = certificates(exp)
 	if err != nil {
 		st.CertificatesError = err.Error()

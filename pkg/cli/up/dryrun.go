@@ -8,10 +8,11 @@ import (
 	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/doctor"
+	"github.com/kubernix/kubernix/pkg/plan"
 )
 
 // dryRun is `kubernix up --dry-run`: it prints the plan of the cluster up
-// would start (cluster.WritePlan), as root or, for an ordinary user,
+// would start (plan.WritePlan), as root or, for an ordinary user,
 // rootless, and changes nothing: no state dir, PKI, network or process.
 // It goes through up's own checks (cluster.Prepare, in a dry run): what
 // the config changes in the cluster that ran before is printed after the
@@ -27,7 +28,7 @@ func dryRun(ctx context.Context, env *common.Env, cfg config.Config) error {
 	if err != nil {
 		return err
 	}
-	if err := cluster.WritePlan(env.Streams.Out, pr.Plan); err != nil {
+	if err := plan.WritePlan(env.Streams.Out, pr.Plan); err != nil {
 		return err
 	}
 	for _, n := range pr.Notices {

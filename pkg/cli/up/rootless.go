@@ -20,6 +20,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/host"
+	"github.com/kubernix/kubernix/pkg/plan"
 	"github.com/kubernix/kubernix/pkg/process"
 	"github.com/kubernix/kubernix/pkg/rootless"
 	"github.com/kubernix/kubernix/pkg/state"
@@ -36,10 +37,10 @@ import (
 // shell and then does the same. The state dir's lock, taken before
 // anything here changes, is handed on to the supervisor as rootlesskit's
 // stdin.
-func runRootless(ctx context.Context, env *common.Env, plan *cluster.Plan, f *flags, lock *state.StateLock) error {
-	cfg := plan.Cfg
+func runRootless(ctx context.Context, env *common.Env, pl *plan.Plan, f *flags, lock *state.StateLock) error {
+	cfg := pl.Cfg
 	paths := cfg.Paths()
-	kit, err := recordRootless(env, plan)
+	kit, err := recordRootless(env, pl)
 	if err != nil {
 		return err
 	}
@@ -92,8 +93,8 @@ func runRootless(ctx context.Context, env *common.Env, plan *cluster.Plan, f *fl
 // recordRootless records plan's cluster as rootless (its cgroup parent
 // the delegated one, its ports free on the host's loopback: Prepare
 // chose them), and returns rootlesskit's invocation, all but Argv.
-func recordRootless(env *common.Env, plan *cluster.Plan) (rootless.Kit, error) {
-	cfg, facts, port := &plan.Cfg, plan.Facts, plan.Cfg.APIServerPort
+func recordRootless(env *common.Env, pl *plan.Plan) (rootless.Kit, error) {
+	cfg, facts, port := &pl.Cfg, pl.Facts, pl.Cfg.APIServerPort
 	if changed, err := rootless.FillCpuset(cfg.CgroupParent); err != nil {
 		return rootless.Kit{}, fmt.Errorf("cgroup %s: %w", cfg.CgroupParent, err)
 	} else if changed {
@@ -116,7 +117,7 @@ func recordRootless(env *common.Env, plan *cluster.Plan) (rootless.Kit, error) {
 	})
 	return rootless.Kit{
 		Rootlesskit: facts.Paths["rootlesskit"], Slirp4netns: facts.Paths["slirp4netns"], StateDir: kitDir,
-		HostIP: cluster.HostLoopback, HostPort: port, ChildIP: plan.APIServerIP, ChildPort: port,
+		HostIP: cluster.HostLoopback, HostPort: port, ChildIP: pl.APIServerIP, ChildPort: port,
 		LoopbackPorts: loopbackPorts(cfg),
 	}, err
 }
@@ -257,11 +258,11 @@ func runRootlessChild(ctx context.Context, env *common.Env, cfg config.Config, f
 	if err := rootless.PrepareMounts(host.InUserNamespace()); err != nil {
 		return err
 	}
-	plan, err := prepare(ctx, env, cfg, cluster.PrepareOptions{Mode: cluster.InRootlesskit})
+	pl, err := prepare(ctx, env, cfg, cluster.PrepareOptions{Mode: cluster.InRootlesskit})
 	if err != nil {
 		return err
 	}
-	return supervise(ctx, env, cfg, f, plan, notify)
+	return supervise(ctx, env, cfg, f, pl, notify)
 }
 
 // loopbackPorts are the ports rootlesskit publishes on the host's

@@ -25,6 +25,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/doctor"
+	"github.com/kubernix/kubernix/pkg/plan"
 	"github.com/kubernix/kubernix/pkg/process"
 	"github.com/kubernix/kubernix/pkg/state"
 )
@@ -140,7 +141,7 @@ func runUp(ctx context.Context, env *common.Env, f *flags, notify *notifier) err
 	}
 	// Every check, read-only, before the lock (which makes the state
 	// dir): bad input leaves nothing behind.
-	plan, err := prepare(ctx, env, cfg, cluster.PrepareOptions{Mode: mode})
+	pl, err := prepare(ctx, env, cfg, cluster.PrepareOptions{Mode: mode})
 	if err != nil {
 		return err
 	}
@@ -150,21 +151,21 @@ func runUp(ctx context.Context, env *common.Env, f *flags, notify *notifier) err
 	}
 	defer lock.Close()
 	if mode == cluster.AsUser {
-		return runRootless(ctx, env, plan, f, lock)
+		return runRootless(ctx, env, pl, f, lock)
 	}
 	if err := state.ClearRootless(cfg.Paths()); err != nil {
 		return err
 	}
 	if f.detach {
-		return detach(ctx, env, plan.Cfg, f, lock)
+		return detach(ctx, env, pl.Cfg, f, lock)
 	}
-	return supervise(ctx, env, plan.Cfg, f, plan, notify)
+	return supervise(ctx, env, pl.Cfg, f, pl, notify)
 }
 
 // prepare is cluster.Prepare for up: it prints what Prepare chose and the
 // doctor's failures to the error stream, and the changes up applies to
 // the output, and returns the checked plan.
-func prepare(ctx context.Context, env *common.Env, cfg config.Config, opts cluster.PrepareOptions) (*cluster.Plan, error) {
+func prepare(ctx context.Context, env *common.Env, cfg config.Config, opts cluster.PrepareOptions) (*plan.Plan, error) {
 	pr, err := cluster.Prepare(ctx, cfg, opts)
 	if pr == nil {
 		return nil, err
@@ -186,16 +187,16 @@ func prepare(ctx context.Context, env *common.Env, cfg config.Config, opts clust
 // to notify (the parent that started this supervisor, or nil), and
 // supervises it until the context ends (or the interactive shell exits),
 // then brings it down.
-func supervise(ctx context.Context, env *common.Env, cfg config.Config, f *flags, plan *cluster.Plan, notify *notifier) error {
+func supervise(ctx context.Context, env *common.Env, cfg config.Config, f *flags, pl *plan.Plan, notify *notifier) error {
 	log := env.Logger(cfg)
 	progress := env.Streams.Out
 	if notify != nil {
 		progress = io.MultiWriter(progress, notify)
 	}
-	common.Fprintf(env.Streams.Out, "Starting %s\n", plan)
+	common.Fprintf(env.Streams.Out, "Starting %s\n", pl)
 	upCtx, cancel := context.WithTimeout(ctx, f.timeout)
 	defer cancel()
-	c, err := cluster.Up(upCtx, plan, log, cluster.Options{Progress: progress, Retain: f.retain, Asked: asked(env, cfg)})
+	c, err := cluster.Up(upCtx, pl, log, cluster.Options{Progress: progress, Retain: f.retain, Asked: asked(env, cfg)})
 	if err != nil {
 		return err
 	}

@@ -1,9 +1,10 @@
-// Package cluster brings a kubernix cluster up and down: it turns the config
-// into a plan (addresses, paths, binaries, nodes), prepares the host
-// (network, PKI, kubeconfigs, cgroups), starts the components through the
-// phased registry, and on down stops them in reverse and removes every
-// trace from the host, also after the supervisor was killed.
-package cluster
+// Package plan turns a resolved config and the host's facts into the plan
+// of a cluster: its addresses, paths, release, binaries and nodes
+// (Plan), and the description of every component (Describe, DescribeAll:
+// command, needs, files, ports, with the live hooks built next to each).
+// It starts nothing and talks to no API server: `up --dry-run` prints
+// it, preflight checks it, and pkg/cluster runs it.
+package plan
 
 import (
 	"fmt"
@@ -44,9 +45,9 @@ type Plan struct {
 	// Rootless: the cluster runs in rootlesskit's user namespace (a
 	// RootlessState is recorded in the state dir).
 	Rootless bool
-	// prepared is set by Prepare once every check passed: Up starts
+	// Checked is set by Prepare once every check passed: Up starts
 	// nothing else.
-	prepared bool
+	Checked bool
 	// AuditPolicy is the user's audit policy (Cfg.AuditPolicy) as
 	// CheckComponents read it, which the apiserver runs with: a copy
 	// written to the state dir, so that editing the file changes the
@@ -63,17 +64,20 @@ func ReleaseOf(cfg config.Config) release.Release { return release.Default() }
 // tarballs.
 func NewPlan(cfg config.Config, facts doctor.Facts, imagesDir string) (*Plan, error) {
 	_, rootless := state.ReadRootless(cfg.Paths())
-	return newPlan(cfg, facts, imagesDir, rootless)
+	return New(cfg, facts, imagesDir, rootless)
 }
 
 // NewRootlessPlan is NewPlan for a cluster that is to run rootless, before
 // its RootlessState is recorded: what `up --dry-run` as an ordinary user
 // shows.
 func NewRootlessPlan(cfg config.Config, facts doctor.Facts, imagesDir string) (*Plan, error) {
-	return newPlan(cfg, facts, imagesDir, true)
+	return New(cfg, facts, imagesDir, true)
 }
 
-func newPlan(cfg config.Config, facts doctor.Facts, imagesDir string, rootless bool) (*Plan, error) {
+// New derives the plan of a cluster that runs rootless or not, as told
+// (Prepare knows which; NewPlan asks the state dir). The error is
+// CheckRootless's, or the config's network that does not split.
+func New(cfg config.Config, facts doctor.Facts, imagesDir string, rootless bool) (*Plan, error) {
 	if rootless {
 		if err := CheckRootless(cfg); err != nil {
 			return nil, err

@@ -1,6 +1,6 @@
 //go:build kubernix_fake_component
 
-package cluster
+package plan
 
 // This file is compiled only into the kubernix that the e2e test
 // TestFakeComponent builds (go build -tags kubernix_fake_component). It

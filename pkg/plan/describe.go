@@ -1,4 +1,4 @@
-package cluster
+package plan
 
 import (
 	"context"
@@ -26,7 +26,6 @@ import (
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/containerd"
 	"github.com/kubernix/kubernix/pkg/host"
-	"github.com/kubernix/kubernix/pkg/images"
 	"github.com/kubernix/kubernix/pkg/network"
 	"github.com/kubernix/kubernix/pkg/node"
 	"github.com/kubernix/kubernix/pkg/pki"
@@ -43,7 +42,7 @@ const (
 // describers build the cluster's components from its plan, in order: the
 // one table up, down, status, logs and `up --dry-run` all read. Adding a
 // component is its package and an entry here.
-var describers = []func(*Plan) ([]described, error){
+var describers = []func(*Plan) ([]Described, error){
 	describeControlPlane,
 	describeNodes,
 	describeCloudController,
@@ -60,7 +59,7 @@ var describers = []func(*Plan) ([]described, error){
 // components' PATH (searchPath) unless it sets its own. It renders files
 // but writes nothing. Errors name the component whose description failed.
 func Describe(plan *Plan) ([]components.Description, error) {
-	all, err := describeAll(plan)
+	all, err := DescribeAll(plan)
 	if err != nil {
 		return nil, err
 	}
@@ -71,27 +70,36 @@ func Describe(plan *Plan) ([]components.Description, error) {
 	return out, nil
 }
 
-// described is a component as its describer made it: the description,
+// Described is a component as its describer made it: the description,
 // and the behaviours it has in the running cluster.
-type described struct {
+type Described struct {
 	components.Description
 	// live builds its hooks when Up registers it; nil for none. A node's
 	// wrapper is added to them (register).
 	live func(Live) components.Hooks
 }
 
+// Hooks are d's behaviours in the running cluster l; none for a
+// component that has none.
+func (d Described) Hooks(l Live) components.Hooks {
+	if d.live == nil {
+		return components.Hooks{}
+	}
+	return d.live(l)
+}
+
 // plain is ds without behaviours.
-func plain(ds ...components.Description) []described {
-	out := make([]described, len(ds))
+func plain(ds ...components.Description) []Described {
+	out := make([]Described, len(ds))
 	for i, d := range ds {
-		out[i] = described{Description: d}
+		out[i] = Described{Description: d}
 	}
 	return out
 }
 
-// describeAll is Describe with each component's behaviours.
-func describeAll(plan *Plan) ([]described, error) {
-	var out []described
+// DescribeAll is Describe with each component's behaviours.
+func DescribeAll(plan *Plan) ([]Described, error) {
+	var out []Described
 	for _, describe := range describers {
 		ds, err := describe(plan)
 		if err != nil {
@@ -148,7 +156,7 @@ func (p *Plan) searchPath() string {
 // gate), the controller-manager, the scheduler (which first deletes the
 // Nodes a smaller cluster no longer has, before it schedules onto them)
 // and the cluster's tasks.
-func describeControlPlane(p *Plan) ([]described, error) {
+func describeControlPlane(p *Plan) ([]Described, error) {
 	b := pki.Files(p.PKISpec())
 	scope := config.ControlPlaneScope
 	etcdSpec := etcd.Spec{Binary: p.Bin("etcd"), Name: p.Cfg.Name, DataDir: p.Paths.EtcdData(), IP: p.APIServerIP, PKI: b}
@@ -161,8 +169,8 @@ func describeControlPlane(p *Plan) ([]described, error) {
 	if err != nil {
 		return nil, err
 	}
-	task := func(name, summary string, run func(Live, context.Context) error) described {
-		return described{
+	task := func(name, summary string, run func(Live, context.Context) error) Described {
+		return Described{
 			Description: components.Description{Name: name, Scope: scope, Kind: components.KindTask, Phase: boot.Controller,
 				Needs: []string{apiserver.ReadyName}, Summary: summary},
 			live: func(l Live) components.Hooks {
@@ -170,7 +178,7 @@ func describeControlPlane(p *Plan) ([]described, error) {
 			},
 		}
 	}
-	sched := described{Description: scheduler.Describe(scheduler.Spec{
+	sched := Described{Description: scheduler.Describe(scheduler.Spec{
 		Release: p.Release, Binary: p.Bin("kube-scheduler"), Kubeconfig: p.Paths.Kubeconfig(scheduler.Name),
 		IP: p.APIServerIP, CAFile: b.CA.Cert, RequestHeaderCAFile: b.FrontProxyCA.Cert, Serving: b.SchedulerServing,
 		FeatureGates: p.Cfg.FeatureGates,
@@ -191,8 +199,8 @@ func describeControlPlane(p *Plan) ([]described, error) {
 
 // describeNodes describes each node: its sandbox (if its executor has
 // one), containerd, kubelet and kube-proxy.
-func describeNodes(p *Plan) ([]described, error) {
-	var out []described
+func describeNodes(p *Plan) ([]Described, error) {
+	var out []Described
 	for _, nd := range p.Nodes {
 		ds, err := p.describeNode(nd)
 		if err != nil {
@@ -214,19 +222,34 @@ func describeNodes(p *Plan) ([]described, error) {
 // rules, after which node 0's routes the host's traffic to Service IPs
 // (network.RouteServices); the kubelet gets its cgroup before it starts
 // and is ready once the Node is Ready in a status it posted.
-func (p *Plan) describeNode(nd *node.Node) ([]described, error) {
-	var out []described
+func (p *Plan) describeNode(nd *node.Node) ([]Described, error) {
+	var out []Described
 	sandbox := ""
 	if sb, ok := nd.Exec.Sandbox(); ok {
-		out = append(out, described{Description: sb, live: func(Live) components.Hooks {
+		out = append(out, Described{Description: sb, live: func(Live) components.Hooks {
 			return nd.Exec.SandboxHooks(
 				func(pid int) error { return network.AttachNode(p.NetworkPlan(), nd.Index, pid) },
 				func() error { return network.DetachNode(p.Cfg.Name, nd.Index) })
 		}})
 		sandbox = sb.ID()
 	}
+	for _, describe := range []func(*node.Node, string) (Described, error){p.describeContainerd, p.describeKubelet, p.describeKubeProxy} {
+		d, err := describe(nd, sandbox)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
+	return out, nil
+}
+
+// describeContainerd describes nd's containerd (in sandbox, "" for the
+// host's namespaces): once ready it imports the built-in images and the
+// images folder, after a restart the folder again, and after
+// ContainerdGiveUpAfter failures in a row the node fails.
+func (p *Plan) describeContainerd(nd *node.Node, sandbox string) (Described, error) {
 	np := p.Paths.Node(nd.Name)
-	ctrdSpec := ctrdcomp.Spec{
+	spec := ctrdcomp.Spec{
 		Release: p.Release, Binary: p.Bin("containerd"), NodeName: nd.Name, ConfigFile: np.ContainerdConfig(),
 		Config: p.ContainerdConfig(nd), Sandbox: sandbox,
 		CNI: containerd.CNIConfig{Name: "kubernix", Bridge: p.CNIBridge(nd), PodCIDR: nd.PodCIDR.String(),
@@ -235,57 +258,57 @@ func (p *Plan) describeNode(nd *node.Node) ([]described, error) {
 	if p.Rootless {
 		wrapper, err := p.runtimeWrapper()
 		if err != nil {
-			return nil, err
+			return Described{}, err
 		}
-		ctrdSpec.RuntimeWrapper = &wrapper
+		spec.RuntimeWrapper = &wrapper
 	}
-	ctrd, err := ctrdcomp.Describe(ctrdSpec)
-	if err != nil {
-		return nil, err
-	}
-	kl, err := kubelet.Describe(p.kubeletSpec(nd))
-	if err != nil {
-		return nil, err
-	}
-	proxySpec := p.kubeProxySpec(nd)
-	proxySpec.Sandbox = sandbox
-	kp, err := kubeproxy.Describe(proxySpec)
-	if err != nil {
-		return nil, err
-	}
-	return append(out,
-		described{Description: ctrd, live: func(l Live) components.Hooks {
-			return components.Hooks{
-				AfterReady:   func(ctx context.Context) error { return l.ImportImages(ctx, nd) },
-				AfterRestart: func(ctx context.Context) error { return l.SyncImagesFolder(ctx, nd) },
-				GiveUpAfter:  containerdGiveUpAfter,
-				OnGiveUp:     func(err error) { l.NodeFailed(nd, err) },
-			}
-		}},
-		described{Description: kl, live: func(l Live) components.Hooks {
-			var started atomic.Int64 // Unix seconds of the current kubelet's start
-			return components.Hooks{
-				Prepare: func(context.Context) error {
-					if err := host.EnsureCgroup(p.CgroupRoot(nd)); err != nil {
-						return err
-					}
-					started.Store(time.Now().Unix())
-					return nil
-				},
-				Ready: func(ctx context.Context) error { return l.NodeReady(ctx, nd, time.Unix(started.Load(), 0)) },
-			}
-		}},
-		described{Description: kp, live: func(l Live) components.Hooks {
-			h := components.Hooks{
-				Prepare: func(ctx context.Context) error { return l.RegisterNode(ctx, nd) },
-				Ready:   proxySpec.Synced(),
-			}
-			if nd.Index == 0 {
-				h.AfterReady = func(context.Context) error { return network.RouteServices(p.NetworkPlan()) }
-			}
-			return h
-		}},
-	), nil
+	d, err := ctrdcomp.Describe(spec)
+	return Described{Description: d, live: func(l Live) components.Hooks {
+		return components.Hooks{
+			AfterReady:   func(ctx context.Context) error { return l.ImportImages(ctx, nd) },
+			AfterRestart: func(ctx context.Context) error { return l.SyncImagesFolder(ctx, nd) },
+			GiveUpAfter:  ContainerdGiveUpAfter,
+			OnGiveUp:     func(err error) { l.NodeFailed(nd, err) },
+		}
+	}}, err
+}
+
+// describeKubelet describes nd's kubelet: it gets its cgroup before it
+// starts and is ready once the Node is Ready in a status it posted.
+func (p *Plan) describeKubelet(nd *node.Node, _ string) (Described, error) {
+	d, err := kubelet.Describe(p.KubeletSpec(nd))
+	return Described{Description: d, live: func(l Live) components.Hooks {
+		var started atomic.Int64 // Unix seconds of the current kubelet's start
+		return components.Hooks{
+			Prepare: func(context.Context) error {
+				if err := host.EnsureCgroup(p.CgroupRoot(nd)); err != nil {
+					return err
+				}
+				started.Store(time.Now().Unix())
+				return nil
+			},
+			Ready: func(ctx context.Context) error { return l.NodeReady(ctx, nd, time.Unix(started.Load(), 0)) },
+		}
+	}}, err
+}
+
+// describeKubeProxy describes nd's kube-proxy (in sandbox): it registers
+// the Node before it starts, is ready once it wrote its Service rules,
+// and on node 0 then routes the host's traffic to Service IPs.
+func (p *Plan) describeKubeProxy(nd *node.Node, sandbox string) (Described, error) {
+	spec := p.KubeProxySpec(nd)
+	spec.Sandbox = sandbox
+	d, err := kubeproxy.Describe(spec)
+	return Described{Description: d, live: func(l Live) components.Hooks {
+		h := components.Hooks{
+			Prepare: func(ctx context.Context) error { return l.RegisterNode(ctx, nd) },
+			Ready:   spec.Synced(),
+		}
+		if nd.Index == 0 {
+			h.AfterReady = func(context.Context) error { return network.RouteServices(p.NetworkPlan()) }
+		}
+		return h
+	}}, err
 }
 
 // describeAddons describes each addon of the config (addons.Table) that
@@ -297,8 +320,8 @@ func (p *Plan) describeNode(nd *node.Node) ([]described, error) {
 // Ready. The second waits, after everything else that starts before the
 // addons, for the addon's Deployment to be Available: its time is what
 // the addon adds to the boot.
-func describeAddons(p *Plan) ([]described, error) {
-	var out []described
+func describeAddons(p *Plan) ([]Described, error) {
+	var out []Described
 	scope := config.ControlPlaneScope
 	for _, name := range p.Cfg.Addons {
 		a, ok := addons.Lookup(name)
@@ -312,17 +335,17 @@ func describeAddons(p *Plan) ([]described, error) {
 		if err != nil {
 			return nil, err
 		}
-		apply := components.Description{Name: a.Name + manifestSuffix, Scope: scope, Kind: components.KindTask,
+		apply := components.Description{Name: a.Name + ManifestSuffix, Scope: scope, Kind: components.KindTask,
 			Phase: boot.Addons, Needs: []string{apiserver.ReadyName}, Manifest: manifest,
 			Summary: "server-side apply the " + a.Name + " manifest (below)" + servingSummary(a.Serving)}
 		wait := components.Description{Name: a.Name, Scope: scope, Kind: components.KindTask,
 			Phase: boot.Addons, Needs: []string{apply.ID()}, AfterEarlierPhases: true, Available: a.Deployment,
 			Summary: "wait until Deployment " + a.Deployment + " is Available with its pods Ready since this up began"}
 		out = append(out,
-			described{Description: apply, live: func(l Live) components.Hooks {
+			Described{Description: apply, live: func(l Live) components.Hooks {
 				return components.Hooks{Task: func(ctx context.Context) error { return l.ApplyManifest(ctx, apply) }}
 			}},
-			described{Description: wait, live: func(l Live) components.Hooks {
+			Described{Description: wait, live: func(l Live) components.Hooks {
 				return components.Hooks{Task: func(ctx context.Context) error { return l.WaitAvailable(ctx, wait.Available) }}
 			}})
 	}
@@ -342,7 +365,7 @@ func (p *Plan) addonParams() addons.Params {
 // unless --registry-port is 0: read-only on the bridge address, and for
 // pushes on 127.0.0.1 (rootless, that of rootlesskit's namespace, where
 // its port forward from the host's 127.0.0.1 arrives).
-func describeRegistry(p *Plan) ([]described, error) {
+func describeRegistry(p *Plan) ([]Described, error) {
 	if p.Cfg.LocalRegistryPort() == 0 {
 		return nil, nil
 	}
@@ -376,26 +399,12 @@ func (p *Plan) RegistrySpec() registry.Spec {
 	}
 }
 
-// pruneRegistryHosts removes the hosts.toml files kubernix rendered in
-// containerd's registry config dir that this plan does not render (a
-// mirror dropped, the registry's port changed, the registry turned off).
-func (p *Plan) pruneRegistryHosts() error {
-	var keep []string
-	if p.Cfg.LocalRegistryPort() != 0 {
-		keep = p.RegistrySpec().HostsFiles()
-	}
-	if err := registry.PruneHosts(p.Paths.Registries(), keep); err != nil {
-		return fmt.Errorf("registry hosts: %w", err)
-	}
-	return nil
-}
-
 // registryLocalIP is where the host pushes to the local registry (and,
 // rootless, where rootlesskit's port forward delivers in its namespace).
 var registryLocalIP = netip.MustParseAddr("127.0.0.1")
 
-// manifestSuffix names an addon's manifest task: "<addon>-manifest".
-const manifestSuffix = "-manifest"
+// ManifestSuffix names an addon's manifest task: "<addon>-manifest".
+const ManifestSuffix = "-manifest"
 
 // runtime returns the OCI runtime containerd should use: crun where the
 // doctor proved it works with this containerd, else runc.
@@ -456,7 +465,7 @@ func (p *Plan) ContainerdConfig(nd *node.Node) containerd.Config {
 	}
 }
 
-func (p *Plan) kubeletSpec(nd *node.Node) kubelet.Spec {
+func (p *Plan) KubeletSpec(nd *node.Node) kubelet.Spec {
 	np := p.Paths.Node(nd.Name)
 	b := pki.Files(p.PKISpec())
 	kp := b.Kubelets[nd.Name]
@@ -468,11 +477,11 @@ func (p *Plan) kubeletSpec(nd *node.Node) kubelet.Spec {
 		ClusterDNS: p.Net.DNSServiceIP(), ClusterDomain: p.Cfg.ClusterDomain,
 		CgroupRoot: p.CgroupRoot(nd), CgroupV1: p.Facts.Cgroups.Mode != host.CgroupV2,
 		ResolvConf: p.ResolvConf(), Rootless: p.Rootless, FeatureGates: p.Cfg.FeatureGates,
-		Labels: p.Cfg.NodeSpec(nd.Index).Labels, Taints: nodeTaints(p.Cfg.NodeSpec(nd.Index)),
+		Labels: p.Cfg.NodeSpec(nd.Index).Labels, Taints: NodeTaints(p.Cfg.NodeSpec(nd.Index)),
 	}
 }
 
-func (p *Plan) kubeProxySpec(nd *node.Node) kubeproxy.Spec {
+func (p *Plan) KubeProxySpec(nd *node.Node) kubeproxy.Spec {
 	np := p.Paths.Node(nd.Name)
 	return kubeproxy.Spec{
 		Release: p.Release, Binary: p.Bin("kube-proxy"), NodeName: nd.Name, NodeIP: nd.IP,
@@ -481,26 +490,4 @@ func (p *Plan) kubeProxySpec(nd *node.Node) kubeproxy.Spec {
 		SetConntrack: false, ToolDir: np.KubeProxyPath(), NFT: p.Bin("nft"),
 		FeatureGates: p.Cfg.FeatureGates,
 	}
-}
-
-// checkAddonImages returns an error naming each built-in image an enabled
-// addon runs (addons.Addon.Images) whose tarball is missing from the
-// plan's images dir, and how to get it: without it the addon would never
-// become Available and up would wait for nothing.
-func checkAddonImages(p *Plan) error {
-	var missing []string
-	for _, name := range p.Cfg.Addons {
-		a, _ := addons.Lookup(name)
-		for _, img := range a.Images {
-			b, ok := images.Lookup(img)
-			if !ok || !host.Exists(filepath.Join(p.ImagesDir, b.FileName())) {
-				missing = append(missing, fmt.Sprintf("%s (addon %s)", b.FileName(), a.Name))
-			}
-		}
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("built-in images missing from %s: %s; run `make images`, or leave the addon out of --addons",
-			p.ImagesDir, strings.Join(missing, ", "))
-	}
-	return nil
 }

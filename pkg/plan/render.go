@@ -1,4 +1,4 @@
-package cluster
+package plan
 
 import (
 	"bytes"
@@ -51,7 +51,7 @@ func NodeFiles(plan *Plan, nd *node.Node) (map[string][]byte, error) {
 // written <sandbox-pid>.
 func plannedArgv(plan *Plan, d components.Description) []string {
 	cmd := d.Command
-	if nd := plan.nodeByName(d.Scope); nd != nil && d.InSandbox {
+	if nd := plan.NodeByName(d.Scope); nd != nil && d.InSandbox {
 		cmd.Wrapper = nd.Exec.PlannedWrapper()
 	}
 	return cmd.Argv()

@@ -1,4 +1,4 @@
-package cluster
+package plan
 
 import (
 	"os"
@@ -14,7 +14,7 @@ import (
 // with the identity its RBAC binding (the cluster-admins task) serves.
 // In a rootless cluster it also publishes their ports on the host's
 // 127.0.0.1 through rootlesskit's API socket.
-func describeCloudController(p *Plan) ([]described, error) {
+func describeCloudController(p *Plan) ([]Described, error) {
 	if !p.Cfg.HasAddon(addons.LoadBalancer) {
 		return nil, nil
 	}

@@ -1,4 +1,4 @@
-package cluster
+package plan
 
 import (
 	"fmt"
@@ -7,8 +7,6 @@ import (
 	"path/filepath"
 
 	ppcomp "github.com/kubernix/kubernix/pkg/components/portproxy"
-	"github.com/kubernix/kubernix/pkg/config"
-	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/portproxy"
 	"github.com/kubernix/kubernix/pkg/state"
 )
@@ -17,7 +15,7 @@ import (
 // ports), the port proxy that publishes them on the host
 // (pkg/portproxy): as root a userland proxy on the host, rootless
 // through rootlesskit's API socket.
-func describePortProxy(p *Plan) ([]described, error) {
+func describePortProxy(p *Plan) ([]Described, error) {
 	forwards := p.Forwards()
 	if len(forwards) == 0 {
 		return nil, nil
@@ -47,37 +45,6 @@ func (p *Plan) Forwards() []portproxy.Forward {
 	return out
 }
 
-// checkPortMappings checks, in the caller's network namespace, that the
-// host address of every [[nodes]] port mapping is free for its protocol:
-// nothing listens there (TCP) or is bound there (UDP), on that address or
-// a wildcard one, except the processes recorded in cfg's state dir (a
-// port proxy a killed supervisor left, which Up stops first). It returns
-// one error per taken mapping, naming it (nodes[i].ports[j]), its address
-// and who holds it.
-func checkPortMappings(cfg config.Config) []error {
-	return mappingProblems(cfg, recordedPIDs(cfg.Paths()))
-}
-
-func mappingProblems(cfg config.Config, ignore map[int]bool) []error {
-	var errs []error
-	for i, spec := range cfg.NodeSpecs {
-		for j, m := range spec.Ports {
-			at := fmt.Sprintf("nodes[%d].ports[%d]", i, j)
-			listen, proto := m.Listen(), m.Proto()
-			ls, err := host.Conflicts(string(proto), listen.Addr(), int(listen.Port()))
-			if err != nil {
-				errs = append(errs, fmt.Errorf("%s: check %s/%s: %w", at, listen, proto, err))
-				continue
-			}
-			if l, who, taken := holder(ls, ignore); taken {
-				errs = append(errs, fmt.Errorf("%s: %s/%s is in use on this host: %s holds %s; stop it, or choose another host_port",
-					at, listen, proto, who, l))
-			}
-		}
-	}
-	return errs
-}
-
 // Published is a port a node publishes on the host, as status shows it.
 type Published struct {
 	// Listen is the host address and port, e.g. "127.0.0.1:8080".
@@ -103,14 +70,4 @@ func (p *Plan) Published() []Published {
 		}
 	}
 	return out
-}
-
-// hasPortMappings reports whether a node of cfg publishes a port.
-func hasPortMappings(cfg config.Config) bool {
-	for _, spec := range cfg.NodeSpecs {
-		if len(spec.Ports) > 0 {
-			return true
-		}
-	}
-	return false
 }
