@@ -24,7 +24,7 @@ func init() { describers = append(describers, describeFake) }
 // describeFake describes a fake in the control plane, on the bridge
 // address once the apiserver serves, and one on each node, on its node
 // IP once the node's kubelet answers.
-func describeFake(p *Plan) ([]described, error) {
+func describeFake(p *Plan) ([]Described, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
