@@ -166,7 +166,7 @@ unit:
 # output of the failed ones at the end; the run's events stay in
 # $(OUT)/e2e.json, and the slowest tests are listed after it.
 E2E_PARALLEL ?= 3
-E2E_PACKAGES := ./test/e2e ./pkg/containerd
+E2E_PACKAGES := ./test/e2e ./pkg/components/containerd
 GOTESTSUM_VERSION := v1.13.0
 GOTESTSUM := $(OUT)/tools/gotestsum
 $(GOTESTSUM):

@@ -12,7 +12,7 @@ import (
 	"github.com/kubernix/kubernix/internal/atomicfile"
 	"github.com/kubernix/kubernix/pkg/boot"
 	"github.com/kubernix/kubernix/pkg/config"
-	"github.com/kubernix/kubernix/pkg/containerd"
+	"github.com/kubernix/kubernix/pkg/cri"
 	"github.com/kubernix/kubernix/pkg/process"
 )
 
@@ -100,7 +100,7 @@ func buildProbe(p Probe, extra func(context.Context) error) (process.Probe, erro
 	case p.HTTPGet != "":
 		first = process.HTTPGet(p.HTTPGet, nil)
 	case p.CRI != "":
-		first = func(ctx context.Context) error { return containerd.Ping(ctx, p.CRI) }
+		first = func(ctx context.Context) error { return cri.Ping(ctx, p.CRI) }
 	}
 	switch {
 	case first == nil && extra == nil:
@@ -195,12 +195,12 @@ func beforeStop(socket string, then func(context.Context) error) func(context.Co
 func Drain(ctx context.Context, socket string) error {
 	ctx, cancel := context.WithTimeout(ctx, DrainTimeout)
 	defer cancel()
-	cri, err := containerd.DialReady(ctx, socket)
+	client, err := cri.DialReady(ctx, socket)
 	if err != nil {
 		return err
 	}
-	defer cri.Close()
-	return cri.RemoveAll(ctx)
+	defer client.Close()
+	return client.RemoveAll(ctx)
 }
 
 // task is a KindTask component: ready once run returns nil.

@@ -16,7 +16,7 @@ import (
 
 	"github.com/containerd/errdefs"
 
-	"github.com/kubernix/kubernix/pkg/containerd"
+	"github.com/kubernix/kubernix/pkg/components/containerd"
 )
 
 // fakeRuntime is a Runtime over in-memory image stores, one per socket. A

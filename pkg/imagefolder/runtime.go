@@ -7,7 +7,8 @@ import (
 
 	runtime "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/kubernix/kubernix/pkg/containerd"
+	"github.com/kubernix/kubernix/pkg/components/containerd"
+	"github.com/kubernix/kubernix/pkg/cri"
 )
 
 // SourcePrefix starts the source label (containerd.LabelSource) of images
@@ -19,7 +20,7 @@ const SourcePrefix = "folder:"
 func SourceLabel(name string) string { return SourcePrefix + name }
 
 // Runtime is what the folder does on a node's containerd, named by its
-// socket. Its methods are those of pkg/containerd, and Containerd is the
+// socket. Its methods are those of pkg/components/containerd, and Containerd is the
 // Runtime of real nodes; tests use fakes.
 type Runtime interface {
 	// Import imports the image tarball at path into the node's containerd,
@@ -36,7 +37,7 @@ type Runtime interface {
 	SetLabels(ctx context.Context, socket, ref string, labels map[string]string) error
 }
 
-// Containerd is the Runtime of real nodes: pkg/containerd's image
+// Containerd is the Runtime of real nodes: pkg/components/containerd's image
 // functions, and CRI for pulls.
 type Containerd struct {
 	// Importer imports tarballs, reading each once for all nodes; nil
@@ -66,12 +67,12 @@ func (Containerd) SetLabels(ctx context.Context, socket, ref string, labels map[
 // registry hosts configured for containerd (hosts.toml), then the labels,
 // set with containerd's client, which the CRI plugin picks up.
 func (Containerd) Pull(ctx context.Context, socket, ref string, labels map[string]string) (containerd.ImportedImage, error) {
-	cri, err := containerd.Dial(ctx, socket)
+	client, err := cri.Dial(ctx, socket)
 	if err != nil {
 		return containerd.ImportedImage{}, err
 	}
-	defer cri.Close()
-	if _, err := cri.Images.PullImage(ctx, &runtime.PullImageRequest{Image: &runtime.ImageSpec{Image: ref}}); err != nil {
+	defer client.Close()
+	if _, err := client.Images.PullImage(ctx, &runtime.PullImageRequest{Image: &runtime.ImageSpec{Image: ref}}); err != nil {
 		return containerd.ImportedImage{}, fmt.Errorf("pull %s: %w", ref, err)
 	}
 	if err := containerd.SetLabels(ctx, socket, ref, labels); err != nil {

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubernix/kubernix/pkg/containerd"
+	"github.com/kubernix/kubernix/pkg/components/containerd"
 )
 
 // TestSyncNode covers what a (re)starting node gets: what it lacks, and

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubernix/kubernix/pkg/containerd"
+	"github.com/kubernix/kubernix/pkg/components/containerd"
 	testingclock "k8s.io/utils/clock/testing"
 )
 

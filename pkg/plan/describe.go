@@ -24,7 +24,6 @@ import (
 	"github.com/kubernix/kubernix/pkg/components/registry"
 	"github.com/kubernix/kubernix/pkg/components/scheduler"
 	"github.com/kubernix/kubernix/pkg/config"
-	"github.com/kubernix/kubernix/pkg/containerd"
 	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/network"
 	"github.com/kubernix/kubernix/pkg/node"
@@ -252,7 +251,7 @@ func (p *Plan) describeContainerd(nd *node.Node, sandbox string) (Described, err
 	spec := ctrdcomp.Spec{
 		Release: p.Release, Binary: p.Bin("containerd"), NodeName: nd.Name, ConfigFile: np.ContainerdConfig(),
 		Config: p.ContainerdConfig(nd), Sandbox: sandbox,
-		CNI: containerd.CNIConfig{Name: "kubernix", Bridge: p.CNIBridge(nd), PodCIDR: nd.PodCIDR.String(),
+		CNI: ctrdcomp.CNIConfig{Name: "kubernix", Bridge: p.CNIBridge(nd), PodCIDR: nd.PodCIDR.String(),
 			Gateway: true, DataDir: np.CNIData()},
 	}
 	if p.Rootless {
@@ -444,13 +443,13 @@ func (p *Plan) CNIBridge(nd *node.Node) string {
 // adapts each bundle to the user namespace, oom_score_adj is always
 // restricted, and the snapshotter is the one the doctor found to work
 // there.
-func (p *Plan) ContainerdConfig(nd *node.Node) containerd.Config {
+func (p *Plan) ContainerdConfig(nd *node.Node) ctrdcomp.Config {
 	np := p.Paths.Node(nd.Name)
 	name, path := p.runtime()
 	if p.Rootless {
 		path = p.WrapperPath()
 	}
-	return containerd.Config{
+	return ctrdcomp.Config{
 		Root: np.ContainerdRoot(), State: np.ContainerdState(),
 		Address: np.ContainerdSocket(), TTRPCAddress: np.ContainerdTTRPCSocket(),
 		Runtime: name, RuntimeBinary: path,

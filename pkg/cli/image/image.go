@@ -13,7 +13,7 @@ import (
 
 	"github.com/kubernix/kubernix/pkg/cli/common"
 	"github.com/kubernix/kubernix/pkg/config"
-	"github.com/kubernix/kubernix/pkg/containerd"
+	"github.com/kubernix/kubernix/pkg/cri"
 )
 
 // NewCommand returns `kubernix image` and its subcommands.
@@ -81,5 +81,5 @@ func checkReachable(ctx context.Context, clusterName string, nodes []node) error
 func ping(ctx context.Context, socket string) error {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
-	return containerd.Ping(ctx, socket)
+	return cri.Ping(ctx, socket)
 }

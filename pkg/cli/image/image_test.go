@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/kubernix/kubernix/pkg/components/containerd"
 	"github.com/kubernix/kubernix/pkg/config"
-	"github.com/kubernix/kubernix/pkg/containerd"
 )
 
 func TestExpand(t *testing.T) {

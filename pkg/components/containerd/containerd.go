@@ -1,7 +1,3 @@
-// Package containerd describes a node's containerd, its container runtime:
-// the config.toml and CNI network it renders, its CRI readiness check,
-// and the removal of the node's pods through CRI before it stops. The
-// rendering itself lives in pkg/containerd.
 package containerd
 
 import (
@@ -11,7 +7,6 @@ import (
 
 	"github.com/kubernix/kubernix/pkg/boot"
 	"github.com/kubernix/kubernix/pkg/components"
-	ctrd "github.com/kubernix/kubernix/pkg/containerd"
 	"github.com/kubernix/kubernix/pkg/process"
 )
 
@@ -32,9 +27,9 @@ type Spec struct {
 	NodeName string
 	// ConfigFile is where Config is rendered (config.toml).
 	ConfigFile string
-	Config     ctrd.Config
+	Config     Config
 	// CNI is the node's pod network, rendered into Config.CNIConfDir.
-	CNI ctrd.CNIConfig
+	CNI CNIConfig
 	// Sandbox is the ID of the node's sandbox component, which containerd
 	// runs in; "" for a node without one.
 	Sandbox string
@@ -50,11 +45,11 @@ type Spec struct {
 // CNI network does not render.
 func Describe(s Spec) (components.Description, error) {
 	s.Config.SandboxImage = s.Release.SandboxImage
-	cfg, err := ctrd.Render(s.Config)
+	cfg, err := Render(s.Config)
 	if err != nil {
 		return components.Description{}, err
 	}
-	cni, err := ctrd.RenderCNI(s.CNI)
+	cni, err := RenderCNI(s.CNI)
 	if err != nil {
 		return components.Description{}, err
 	}

@@ -1,4 +1,4 @@
-package containerd
+package cri
 
 import (
 	"context"
@@ -21,9 +21,9 @@ import (
 // default.
 const maxCRIMessageSize = 16 << 20
 
-// CRI is a client of a containerd's CRI runtime and image services. It is
+// Client is a client of a containerd's CRI runtime and image services. It is
 // safe for concurrent use.
-type CRI struct {
+type Client struct {
 	conn *grpc.ClientConn
 	// Runtime is the CRI runtime service, for calls this type does not wrap.
 	Runtime runtime.RuntimeServiceClient
@@ -40,7 +40,7 @@ type CRI struct {
 // on the first call, so use Version to wait until containerd is ready, and
 // calls made while containerd is down fail with gRPC code Unavailable. Dial
 // does no I/O (ctx is unused) and fails only on a malformed target.
-func Dial(ctx context.Context, socket string) (*CRI, error) {
+func Dial(ctx context.Context, socket string) (*Client, error) {
 	target := socket
 	if !strings.HasPrefix(target, "unix://") {
 		target = "unix://" + target
@@ -59,7 +59,7 @@ func Dial(ctx context.Context, socket string) (*CRI, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dial CRI %s: %w", socket, err)
 	}
-	return &CRI{
+	return &Client{
 		conn:    conn,
 		Runtime: runtime.NewRuntimeServiceClient(conn),
 		Images:  runtime.NewImageServiceClient(conn),
@@ -67,14 +67,14 @@ func Dial(ctx context.Context, socket string) (*CRI, error) {
 }
 
 // Close closes the connection.
-func (c *CRI) Close() error {
+func (c *Client) Close() error {
 	return c.conn.Close()
 }
 
 // Version returns the runtime's name and version, e.g. "containerd v2.4.2".
 // It is the readiness probe of containerd: it fails (with gRPC code
 // Unavailable) until the CRI plugin serves.
-func (c *CRI) Version(ctx context.Context) (string, error) {
+func (c *Client) Version(ctx context.Context) (string, error) {
 	resp, err := c.Runtime.Version(ctx, &runtime.VersionRequest{})
 	if err != nil {
 		return "", fmt.Errorf("CRI version: %w", err)
@@ -87,7 +87,7 @@ func (c *CRI) Version(ctx context.Context) (string, error) {
 // serves, which the caller must Close, or the error of Dial or Version
 // (gRPC code Unavailable while containerd is down or starting; how long
 // that call waits is up to ctx).
-func DialReady(ctx context.Context, socket string) (*CRI, error) {
+func DialReady(ctx context.Context, socket string) (*Client, error) {
 	cri, err := Dial(ctx, socket)
 	if err != nil {
 		return nil, err
@@ -116,7 +116,7 @@ func Ping(ctx context.Context, socket string) error {
 // stopped next. Containers are stopped in parallel, each given StopTimeout.
 // Things already gone are not errors; every other failure is collected and
 // returned joined, after all the rest have been tried.
-func (c *CRI) RemoveAll(ctx context.Context) error {
+func (c *Client) RemoveAll(ctx context.Context) error {
 	ctrs, err := c.Runtime.ListContainers(ctx, &runtime.ListContainersRequest{})
 	if err != nil {
 		return fmt.Errorf("remove all: list containers: %w", err)

@@ -20,6 +20,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubernix/kubernix/pkg/cri"
+
 	"github.com/containerd/errdefs"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
@@ -124,14 +126,14 @@ func startContainerd(t *testing.T) *testNode {
 		close(n.exited)
 	}()
 
-	cri, err := Dial(t.Context(), n.cfg.Address)
+	client, err := cri.Dial(t.Context(), n.cfg.Address)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cri.Close()
+	defer client.Close()
 	for {
 		ctx, cancel := context.WithTimeout(t.Context(), time.Second)
-		v, err := cri.Version(ctx)
+		v, err := client.Version(ctx)
 		cancel()
 		if err == nil {
 			t.Logf("%s ready after %v", v, time.Since(start).Round(time.Millisecond))
@@ -331,18 +333,18 @@ func TestContainerd(t *testing.T) {
 	socket := n.cfg.Address
 	ref := n.cfg.SandboxImage
 
-	cri, err := Dial(ctx, socket)
+	client, err := cri.Dial(ctx, socket)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cri.Close()
+	defer client.Close()
 
 	t.Run("ping", func(t *testing.T) {
-		if err := Ping(ctx, socket); err != nil {
+		if err := cri.Ping(ctx, socket); err != nil {
 			t.Errorf("Ping of the running containerd: %v", err)
 		}
 		missing := filepath.Join(t.TempDir(), "none.sock")
-		if err := Ping(ctx, missing); err == nil || !strings.Contains(err.Error(), missing) {
+		if err := cri.Ping(ctx, missing); err == nil || !strings.Contains(err.Error(), missing) {
 			t.Errorf("Ping of %s = %v, want an error naming the socket", missing, err)
 		}
 	})
@@ -372,22 +374,22 @@ func TestContainerd(t *testing.T) {
 		if err != nil || len(bySource) != 1 {
 			t.Errorf("list by source: %+v, %v", bySource, err)
 		}
-		waitPinned(ctx, t, cri, ref, true)
+		waitPinned(ctx, t, client, ref, true)
 	})
 
 	t.Run("pin", func(t *testing.T) {
 		if _, err := Import(ctx, socket, otherTarball, ImportOptions{Labels: map[string]string{LabelSource: otherTarball}}); err != nil {
 			t.Fatal(err)
 		}
-		waitPinned(ctx, t, cri, otherRef, false)
+		waitPinned(ctx, t, client, otherRef, false)
 		if err := Pin(ctx, socket, otherRef); err != nil {
 			t.Fatal(err)
 		}
-		waitPinned(ctx, t, cri, otherRef, true)
+		waitPinned(ctx, t, client, otherRef, true)
 		if err := Unpin(ctx, socket, otherRef); err != nil {
 			t.Fatal(err)
 		}
-		waitPinned(ctx, t, cri, otherRef, false)
+		waitPinned(ctx, t, client, otherRef, false)
 		list, _ := List(ctx, socket)
 		if img, _ := find(list, otherRef); img.Labels[LabelSource] != otherTarball {
 			t.Errorf("unpin changed other labels: %+v", img)
@@ -397,7 +399,7 @@ func TestContainerd(t *testing.T) {
 			t.Fatal(err)
 		}
 		time.Sleep(200 * time.Millisecond)
-		waitPinned(ctx, t, cri, ref, true)
+		waitPinned(ctx, t, client, ref, true)
 		if err := Pin(ctx, socket, "example.com/missing:1"); !errdefs.IsNotFound(err) {
 			t.Errorf("pinning a missing image: %v, want not found", err)
 		}
@@ -439,7 +441,7 @@ func TestContainerd(t *testing.T) {
 		if len(got) != 1 || got[0].Ref != ociRef {
 			t.Errorf("imported %+v, want %s", got, ociRef)
 		}
-		waitPinned(ctx, t, cri, ociRef, false)
+		waitPinned(ctx, t, client, ociRef, false)
 	})
 
 	t.Run("bad archives", func(t *testing.T) {
@@ -496,15 +498,15 @@ func TestContainerd(t *testing.T) {
 	})
 
 	t.Run("pods", func(t *testing.T) {
-		runPod(ctx, t, cri, n, ref)
-		if err := cri.RemoveAll(ctx); err != nil {
+		runPod(ctx, t, client, n, ref)
+		if err := client.RemoveAll(ctx); err != nil {
 			t.Fatal(err)
 		}
-		ctrs, err := cri.Runtime.ListContainers(ctx, &runtime.ListContainersRequest{})
+		ctrs, err := client.Runtime.ListContainers(ctx, &runtime.ListContainersRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		pods, err := cri.Runtime.ListPodSandbox(ctx, &runtime.ListPodSandboxRequest{})
+		pods, err := client.Runtime.ListPodSandbox(ctx, &runtime.ListPodSandboxRequest{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -512,7 +514,7 @@ func TestContainerd(t *testing.T) {
 			t.Errorf("after RemoveAll: %d containers, %d pod sandboxes", len(ctrs.Containers), len(pods.Items))
 		}
 		// RemoveAll of nothing is fine.
-		if err := cri.RemoveAll(ctx); err != nil {
+		if err := client.RemoveAll(ctx); err != nil {
 			t.Errorf("second RemoveAll: %v", err)
 		}
 	})
@@ -536,7 +538,7 @@ func TestContainerd(t *testing.T) {
 
 // runPod runs a sandbox (host network, so no CNI) and a container of image
 // in it, and checks both run.
-func runPod(ctx context.Context, t *testing.T, cri *CRI, n *testNode, image string) {
+func runPod(ctx context.Context, t *testing.T, client *cri.Client, n *testNode, image string) {
 	t.Helper()
 	ns := &runtime.NamespaceOption{Network: runtime.NamespaceMode_NODE, Pid: runtime.NamespaceMode_CONTAINER, Ipc: runtime.NamespaceMode_POD}
 	podConfig := &runtime.PodSandboxConfig{
@@ -547,11 +549,11 @@ func runPod(ctx context.Context, t *testing.T, cri *CRI, n *testNode, image stri
 			SecurityContext: &runtime.LinuxSandboxSecurityContext{NamespaceOptions: ns},
 		},
 	}
-	pod, err := cri.Runtime.RunPodSandbox(ctx, &runtime.RunPodSandboxRequest{Config: podConfig})
+	pod, err := client.Runtime.RunPodSandbox(ctx, &runtime.RunPodSandboxRequest{Config: podConfig})
 	if err != nil {
 		t.Fatalf("run pod sandbox: %v\n%s", err, n.logTail())
 	}
-	ctr, err := cri.Runtime.CreateContainer(ctx, &runtime.CreateContainerRequest{
+	ctr, err := client.Runtime.CreateContainer(ctx, &runtime.CreateContainerRequest{
 		PodSandboxId: pod.PodSandboxId,
 		Config: &runtime.ContainerConfig{
 			Metadata: &runtime.ContainerMetadata{Name: "pause"},
@@ -566,17 +568,17 @@ func runPod(ctx context.Context, t *testing.T, cri *CRI, n *testNode, image stri
 	if err != nil {
 		t.Fatalf("create container: %v\n%s", err, n.logTail())
 	}
-	if _, err := cri.Runtime.StartContainer(ctx, &runtime.StartContainerRequest{ContainerId: ctr.ContainerId}); err != nil {
+	if _, err := client.Runtime.StartContainer(ctx, &runtime.StartContainerRequest{ContainerId: ctr.ContainerId}); err != nil {
 		t.Fatalf("start container: %v\n%s", err, n.logTail())
 	}
-	status, err := cri.Runtime.ContainerStatus(ctx, &runtime.ContainerStatusRequest{ContainerId: ctr.ContainerId})
+	status, err := client.Runtime.ContainerStatus(ctx, &runtime.ContainerStatusRequest{ContainerId: ctr.ContainerId})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if s := status.Status.State; s != runtime.ContainerState_CONTAINER_RUNNING {
 		t.Errorf("container state %v, want running", s)
 	}
-	podStatus, err := cri.Runtime.PodSandboxStatus(ctx, &runtime.PodSandboxStatusRequest{PodSandboxId: pod.PodSandboxId})
+	podStatus, err := client.Runtime.PodSandboxStatus(ctx, &runtime.PodSandboxStatusRequest{PodSandboxId: pod.PodSandboxId})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -590,11 +592,11 @@ func runPod(ctx context.Context, t *testing.T, cri *CRI, n *testNode, image stri
 
 // waitPinned waits until CRI's ImageStatus reports ref, with Pinned as want;
 // the CRI image cache follows containerd's image events, asynchronously.
-func waitPinned(ctx context.Context, t *testing.T, cri *CRI, ref string, want bool) {
+func waitPinned(ctx context.Context, t *testing.T, client *cri.Client, ref string, want bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {
-		resp, err := cri.Images.ImageStatus(ctx, &runtime.ImageStatusRequest{Image: &runtime.ImageSpec{Image: ref}})
+		resp, err := client.Images.ImageStatus(ctx, &runtime.ImageStatusRequest{Image: &runtime.ImageSpec{Image: ref}})
 		if err != nil {
 			t.Fatal(err)
 		}

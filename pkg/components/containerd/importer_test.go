@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubernix/kubernix/pkg/cri"
+
 	"github.com/containerd/containerd/v2/core/images"
 	"github.com/containerd/platforms"
 
@@ -102,15 +104,15 @@ func TestImporter(t *testing.T) {
 
 	t.Run("run replicated image", func(t *testing.T) {
 		for i, n := range nodes {
-			cri, err := Dial(ctx, n.cfg.Address)
+			client, err := cri.Dial(ctx, n.cfg.Address)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer cri.Close()
-			waitPinned(ctx, t, cri, n.cfg.SandboxImage, true)
+			defer client.Close()
+			waitPinned(ctx, t, client, n.cfg.SandboxImage, true)
 			if i == 1 {
-				runPod(ctx, t, cri, n, "example.com/kbxtest/unique:1")
-				if err := cri.RemoveAll(ctx); err != nil {
+				runPod(ctx, t, client, n, "example.com/kbxtest/unique:1")
+				if err := client.RemoveAll(ctx); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -205,13 +207,13 @@ func TestImporter(t *testing.T) {
 			t.Errorf("store still there after Close: %v", err)
 		}
 		// The nodes keep their images.
-		cri, err := Dial(ctx, targets[0].Socket)
+		client, err := cri.Dial(ctx, targets[0].Socket)
 		if err != nil {
 			t.Fatal(err)
 		}
-		defer cri.Close()
-		runPod(ctx, t, cri, nodes[0], "example.com/kbxtest/unique:1")
-		if err := cri.RemoveAll(ctx); err != nil {
+		defer client.Close()
+		runPod(ctx, t, client, nodes[0], "example.com/kbxtest/unique:1")
+		if err := client.RemoveAll(ctx); err != nil {
 			t.Fatal(err)
 		}
 	})
