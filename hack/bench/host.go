@@ -17,9 +17,10 @@ import (
 	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/kubernix/kubernix/pkg/cgroup"
 	"github.com/kubernix/kubernix/pkg/config"
-	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/network"
+	"github.com/kubernix/kubernix/pkg/node"
 	"github.com/kubernix/kubernix/pkg/process"
 )
 
@@ -94,7 +95,7 @@ func SampleMemory(l Layout, nodes int, executor string) (*Memory, error) {
 	// Pod processes last, so that nothing counted above is counted again.
 	for i := range nodes {
 		nd := l.NodeName(i)
-		pids, err := host.CgroupPIDs("/kubernix/" + nd)
+		pids, err := cgroup.PIDs("/kubernix/" + nd)
 		if err != nil {
 			return nil, err
 		}
@@ -161,7 +162,7 @@ func Leftovers(l Layout) ([]string, error) {
 	for _, pid := range shims {
 		out = append(out, fmt.Sprintf("shim pid %d (-address under %s)", pid, nodesDir))
 	}
-	mps, err := host.MountsUnder(l.StateDir)
+	mps, err := node.MountsUnder(l.StateDir)
 	if err != nil {
 		errs = append(errs, err)
 	}
@@ -173,7 +174,7 @@ func Leftovers(l Layout) ([]string, error) {
 		errs = append(errs, err)
 	}
 	out = append(out, netLeft...)
-	mounts, err := host.CgroupMounts()
+	mounts, err := cgroup.Mounts()
 	if err != nil {
 		errs = append(errs, err)
 	}

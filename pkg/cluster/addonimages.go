@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kubernix/kubernix/internal/fileinfo"
 	"github.com/kubernix/kubernix/pkg/addons"
-	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/images"
 	"github.com/kubernix/kubernix/pkg/plan"
 )
@@ -21,7 +21,7 @@ func checkAddonImages(p *plan.Plan) error {
 		a, _ := addons.Lookup(name)
 		for _, img := range a.Images {
 			b, ok := images.Lookup(img)
-			if !ok || !host.Exists(filepath.Join(p.ImagesDir, b.FileName())) {
+			if !ok || !fileinfo.Exists(filepath.Join(p.ImagesDir, b.FileName())) {
 				missing = append(missing, fmt.Sprintf("%s (addon %s)", b.FileName(), a.Name))
 			}
 		}

@@ -16,6 +16,7 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/kubernix/kubernix/internal/fileinfo"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/components/apiserver"
 	"github.com/kubernix/kubernix/pkg/components/controllermanager"
@@ -23,7 +24,6 @@ import (
 	"github.com/kubernix/kubernix/pkg/components/kubeproxy"
 	"github.com/kubernix/kubernix/pkg/components/scheduler"
 	"github.com/kubernix/kubernix/pkg/config"
-	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/plan"
 	"github.com/kubernix/kubernix/pkg/process"
 )
@@ -127,7 +127,7 @@ func checkFeatureGates(ctx context.Context, pl *plan.Plan) ([]error, error) {
 	problems := make([]error, len(gateChecks))
 	g, gctx := errgroup.WithContext(ctx)
 	for i, gc := range gateChecks {
-		if !host.Exists(pl.Bin(gc.name)) {
+		if !fileinfo.Exists(pl.Bin(gc.name)) {
 			continue
 		}
 		g.Go(func() error {

@@ -11,8 +11,9 @@ import (
 	"sort"
 	"time"
 
+	"github.com/kubernix/kubernix/internal/fileinfo"
 	"github.com/kubernix/kubernix/pkg/components"
-	"github.com/kubernix/kubernix/pkg/host"
+	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/network"
 	"github.com/kubernix/kubernix/pkg/node"
 	"github.com/kubernix/kubernix/pkg/plan"
@@ -35,7 +36,7 @@ import (
 // nodes' cgroups, the mount points made on the host for their mounts
 // (node.RemoveMountPoints) and the kubeconfig context, and, when it is the
 // host's last cluster, restores the host's sysctls and FORWARD policy that
-// still hold kubernix's values (leaveSysctls). The state dir itself (PKI,
+// still hold kubernix's values (network.LeaveSysctls). The state dir itself (PKI,
 // etcd data) is kept. Idempotent; errors are joined and everything is
 // attempted.
 func Cleanup(ctx context.Context, pl *plan.Plan, log *slog.Logger) error {
@@ -74,29 +75,34 @@ func Cleanup(ctx context.Context, pl *plan.Plan, log *slog.Logger) error {
 		// the FORWARD policy is restored while the filter table it may
 		// have made still holds the cluster's jump, so that table is
 		// removed once empty, not earlier with the policy in it.
-		add(leaveSysctls(pl.Paths, liveHost{}, log))
+		add(network.LeaveSysctls(pl.Paths, stateDirRunning, log))
 	}
 	// Outside a rootless cluster's namespaces, its mounts, links and
 	// iptables rules are not there to remove: they went with the
 	// namespaces when the last process in them was stopped above.
 	if !pl.Outside() {
-		add(host.UnmountUnder(pl.MountRoots()...))
+		add(node.UnmountUnder(pl.MountRoots()...))
 		add(network.Teardown(pl.Cfg.Name))
 		add(releaseHostNamespaces(ctx, pl))
 	}
 	for _, nd := range pl.Nodes {
-		add(host.RemoveCgroup(pl.CgroupRoot(nd)))
-		// The mounts on them went with the node's sandbox.
-		add(node.RemoveMountPoints(pl.MountPointsRecord(nd)))
+		add(node.RemoveHostResources(pl.CgroupRoot(nd), pl.MountPointsRecord(nd)))
 	}
 	if !pl.Rootless {
 		// The parent of a rootless cluster's cgroups is the user's
 		// delegated subtree: it stays.
-		host.RemoveEmptyCgroup(pl.CgroupParent())
+		node.RemoveCgroupParent(pl.CgroupParent())
 	}
 	add(releaseName(pl))
 	add(removeUserKubeconfig(pl, log))
 	return errors.Join(errs...)
+}
+
+// stateDirRunning reports whether the cluster of state dir dir runs
+// (its supervisor is alive).
+func stateDirRunning(dir string) bool {
+	_, ok := state.Running(config.Paths{State: dir})
+	return ok
 }
 
 // stopComponents stops the live processes recorded for plan's
@@ -118,7 +124,7 @@ func stopComponents(ctx context.Context, pl *plan.Plan, log *slog.Logger) error 
 	for _, d := range order {
 		// Through a containerd that still answers; after a crash its
 		// pods go with the orphans below anyway.
-		if d.DrainCRI != "" && host.Exists(d.DrainCRI) {
+		if d.DrainCRI != "" && fileinfo.Exists(d.DrainCRI) {
 			if err := components.Drain(ctx, d.DrainCRI); err != nil {
 				log.Debug("pods not removed through CRI", "socket", d.DrainCRI, "err", err)
 			}
@@ -166,17 +172,10 @@ func stopRecorded(ctx context.Context, runDir string, log *slog.Logger) error {
 	return p.Stop(ctx, 10*time.Second)
 }
 
-// orphans lists PIDs of a node's shims (by their -address argument, our
-// containerd socket) and of processes in the node's cgroups.
+// orphans lists PIDs of a node's shims and of processes in the node's
+// cgroups (node.Orphans).
 func orphans(pl *plan.Plan, nodeName string) ([]int, error) {
-	shims, err := process.WithArgs("-address", pl.Paths.Node(nodeName).ContainerdSocket())
-	if err != nil {
-		return nil, err
-	}
-	inCgroups, err := host.CgroupPIDs(pl.CgroupRoot(pl.NodeByName(nodeName)))
-	pids := append(shims, inCgroups...)
-	slices.Sort(pids)
-	return slices.Compact(pids), err
+	return node.Orphans(pl.Paths.Node(nodeName).ContainerdSocket(), pl.CgroupRoot(pl.NodeByName(nodeName)))
 }
 
 // killOrphans SIGKILLs a node's orphaned shims and container processes, by
@@ -221,13 +220,7 @@ func Leftovers(pl *plan.Plan) ([]string, error) {
 		for _, pid := range pids {
 			out = append(out, fmt.Sprintf("orphaned process of node %s (pid %d)", nd.Name, pid))
 		}
-		cgs, _ := host.CgroupExists(pl.CgroupRoot(nd))
-		for _, cg := range cgs {
-			out = append(out, "cgroup "+cg)
-		}
-		for _, p := range node.MountPointsLeft(pl.MountPointsRecord(nd)) {
-			out = append(out, fmt.Sprintf("mount point %s of node %s", p, nd.Name))
-		}
+		out = append(out, node.HostLeftovers(nd.Name, pl.CgroupRoot(nd), pl.MountPointsRecord(nd))...)
 	}
 	if pl.Outside() {
 		// Mounts, links and rules of a rootless cluster exist only in its
@@ -235,7 +228,7 @@ func Leftovers(pl *plan.Plan) ([]string, error) {
 		sort.Strings(out)
 		return out, nil
 	}
-	mps, err := host.MountsUnder(pl.MountRoots()...)
+	mps, err := node.MountsUnder(pl.MountRoots()...)
 	if err != nil {
 		return out, err
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 
 	"github.com/kubernix/kubernix/pkg/config"
-	"github.com/kubernix/kubernix/pkg/host"
+	"github.com/kubernix/kubernix/pkg/network"
 )
 
 // checkPortMappings checks, in the caller's network namespace, that the
@@ -24,7 +24,7 @@ func mappingProblems(cfg config.Config, ignore map[int]bool) []error {
 		for j, m := range spec.Ports {
 			at := fmt.Sprintf("nodes[%d].ports[%d]", i, j)
 			listen, proto := m.Listen(), m.Proto()
-			ls, err := host.Conflicts(string(proto), listen.Addr(), int(listen.Port()))
+			ls, err := network.Conflicts(string(proto), listen.Addr(), int(listen.Port()))
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%s: check %s/%s: %w", at, listen, proto, err))
 				continue

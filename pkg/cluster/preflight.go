@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/kubernix/kubernix/pkg/config"
-	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/network"
 	"github.com/kubernix/kubernix/pkg/plan"
 	"github.com/kubernix/kubernix/pkg/process"
@@ -158,7 +157,7 @@ func clashProblems(ports []plan.HostPort) []error {
 // other than one of the processes in ignore keeps hp from binding; nil
 // when it is free.
 func portProblem(hp plan.HostPort, ignore map[int]bool) error {
-	ls, err := host.PortConflicts(hp.IP, hp.Port)
+	ls, err := network.PortConflicts(hp.IP, hp.Port)
 	if err != nil {
 		return fmt.Errorf("check port %d (%s): %w", hp.Port, hp.Component, err)
 	}
@@ -179,9 +178,9 @@ func portProblem(hp plan.HostPort, ignore map[int]bool) error {
 // holder returns the first socket of ls that no process of ignore holds,
 // and who holds it ("a listener on <addr>", with its pid and command when
 // found); taken is false when there is none.
-func holder(ls []host.Listener, ignore map[int]bool) (l host.Listener, who string, taken bool) {
+func holder(ls []network.Listener, ignore map[int]bool) (l network.Listener, who string, taken bool) {
 	for _, l := range ls {
-		pid, comm, found := host.SocketOwner(l.Inode)
+		pid, comm, found := network.SocketOwner(l.Inode)
 		if found && ignore[pid] {
 			continue
 		}
@@ -191,7 +190,7 @@ func holder(ls []host.Listener, ignore map[int]bool) (l host.Listener, who strin
 		}
 		return l, who, true
 	}
-	return host.Listener{}, "", false
+	return network.Listener{}, "", false
 }
 
 // recordedPIDs are the live processes recorded in the run dirs of the

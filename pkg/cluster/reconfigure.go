@@ -8,8 +8,8 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/kubernix/kubernix/internal/fileinfo"
 	"github.com/kubernix/kubernix/pkg/config"
-	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/state"
 )
 
@@ -82,7 +82,7 @@ func ConfigChanges(cfg config.Config, rootless bool) ([]Change, error) {
 	if err != nil {
 		return nil, err
 	}
-	hasData := host.Exists(cfg.Paths().EtcdData())
+	hasData := fileinfo.Exists(cfg.Paths().EtcdData())
 	var changes []Change
 	for _, d := range diff {
 		if slices.Contains(unshapingKeys, d.TopKey()) {

@@ -13,9 +13,9 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubernix/kubernix/pkg/cgroup"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/doctor"
-	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/plan"
 	"github.com/kubernix/kubernix/pkg/release"
 )
@@ -52,7 +52,7 @@ func testPlanOf(t *testing.T, cfg config.Config) *plan.Plan {
 // system's tools in their Debian paths.
 func goldenFacts() doctor.Facts {
 	facts := doctor.Facts{Release: release.Default(),
-		Cgroups: host.Cgroups{Mode: host.CgroupHybrid},
+		Cgroups: cgroup.Layout{Mode: cgroup.Hybrid},
 		Paths:   map[string]string{},
 		CNIDir:  "/usr/lib/cni",
 	}

@@ -10,9 +10,9 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubernix/kubernix/pkg/cgroup"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/doctor"
-	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/plan"
 	"github.com/kubernix/kubernix/pkg/release"
 	"github.com/kubernix/kubernix/pkg/state"
@@ -33,7 +33,7 @@ func rootlessPlan(t *testing.T) *plan.Plan {
 	cfg.StateDir = "/STATE"
 	facts := doctor.Facts{Release: release.Default(),
 		Mode:        doctor.ModeRootlessChild,
-		Cgroups:     host.Cgroups{Mode: host.CgroupHybrid},
+		Cgroups:     cgroup.Layout{Mode: cgroup.Hybrid},
 		Paths:       map[string]string{},
 		CNIDir:      "/usr/lib/cni",
 		Snapshotter: doctor.SnapshotterOverlayfs,

@@ -5,6 +5,11 @@ import (
 	"path/filepath"
 )
 
+// RunDir holds kubernix's host-wide records in root mode (the names
+// claimed, the host namespaces claim, the sysctl ledger). It is in /run:
+// a reboot, which restores what they record, forgets them too.
+const RunDir = "/run/kubernix"
+
 // StateFileMode and StateDirMode are the modes of the files and
 // directories kubernix writes in a state dir: its owner's alone. Files
 // there may hold secrets (config_patches in the config and each node's

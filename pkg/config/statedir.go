@@ -9,7 +9,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/kubernix/kubernix/pkg/host"
+	"github.com/kubernix/kubernix/pkg/rootless"
 )
 
 // StateMarker is the file, directly in a state dir, that marks the
@@ -139,7 +139,7 @@ func resolveExisting(p string) string {
 // CheckStateDirOwner returns nil when the state dir dir (absolute) is
 // the caller's alone: nobody but the caller (the effective uid: root, or
 // the user of a rootless cluster) and root can change it or what it holds
-// (host.CheckTrusted: the dir owned by the caller and writable by nobody
+// (CheckTrusted: the dir owned by the caller and writable by nobody
 // else, every ancestor owned by root or the caller and not writable by
 // others unless sticky, such as /tmp). kubernix follows the records in a
 // state dir (processes to signal, paths to unmount and remove) and trusts
@@ -159,11 +159,11 @@ func CheckStateDirOwner(dir string) error {
 
 // stateDirOwnerProblem is CheckStateDirOwner's problem, unwrapped.
 func stateDirOwnerProblem(dir string) error {
-	if host.InUserNamespace() {
+	if rootless.InUserNamespace() {
 		return nil
 	}
-	err := host.CheckTrusted(dir, os.Geteuid())
-	var ue *host.UntrustedError
+	err := CheckTrusted(dir, os.Geteuid())
+	var ue *UntrustedError
 	switch {
 	case err == nil:
 		return nil
@@ -174,11 +174,11 @@ func stateDirOwnerProblem(dir string) error {
 		"so it uses only a state dir that nobody but you and root can change"
 	var fix string
 	switch {
-	case ue.Final && ue.Problem == host.OwnedByOther:
+	case ue.Final && ue.Problem == OwnedByOther:
 		fix = fmt.Sprintf("choose another --state-dir, or, if you trust what it holds, `chown -R %d %s`", ue.User, ue.Path)
 	case ue.Final:
 		fix = fmt.Sprintf("`chmod go-w %s`, or choose another --state-dir", ue.Path)
-	case ue.Problem == host.OwnedByOther:
+	case ue.Problem == OwnedByOther:
 		fix = "choose a state dir below directories that only root or you own (a sticky one such as /tmp is fine)"
 	default:
 		fix = fmt.Sprintf("`chmod go-w %s` (or `chmod +t %s`), or choose another --state-dir", ue.Path, ue.Path)

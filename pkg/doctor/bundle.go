@@ -5,8 +5,8 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/kubernix/kubernix/internal/fileinfo"
 	"github.com/kubernix/kubernix/pkg/bins"
-	"github.com/kubernix/kubernix/pkg/host"
 )
 
 // checkBundle reports where finder's bundle is and how it was found
@@ -15,7 +15,7 @@ import (
 func checkBundle(finder *bins.Finder) Report {
 	bundle := Result{Group: "binaries", Name: "bundle", Status: StatusOK,
 		Detail: fmt.Sprintf("%s  (%s)", finder.Bundle.Dir, finder.Bundle.How)}
-	if finder.Bundle.Dir != "" && !host.Exists(finder.Bundle.Bin) {
+	if finder.Bundle.Dir != "" && !fileinfo.Exists(finder.Bundle.Bin) {
 		bundle.Status, bundle.Detail = StatusFail, fmt.Sprintf("%s: no bin directory (%s)", finder.Bundle.Dir, finder.Bundle.How)
 		bundle.Fix = "a bundle holds bin/ and images/, as `make install` lays out PREFIX/lib/kubernix"
 	}

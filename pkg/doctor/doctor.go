@@ -17,10 +17,13 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/kubernix/kubernix/internal/fileinfo"
 	"github.com/kubernix/kubernix/pkg/bins"
-	"github.com/kubernix/kubernix/pkg/host"
+	"github.com/kubernix/kubernix/pkg/cgroup"
 	"github.com/kubernix/kubernix/pkg/network"
 	"github.com/kubernix/kubernix/pkg/release"
+	"github.com/kubernix/kubernix/pkg/rootless"
+	"github.com/kubernix/kubernix/pkg/sysctl"
 )
 
 // Status is the outcome of one check.
@@ -88,7 +91,7 @@ func (r Report) Print(w io.Writer) {
 type Facts struct {
 	// Mode is how a cluster runs for the process that checked.
 	Mode    Mode
-	Cgroups host.Cgroups
+	Cgroups cgroup.Layout
 	// HasSysResource: CAP_SYS_RESOURCE is effective. Without it containerd
 	// needs restrict_oom_score_adj.
 	HasSysResource bool
@@ -190,7 +193,7 @@ func checkCNI(facts *Facts, cniDir string) Result {
 	for _, dir := range dirs {
 		missing := []string{}
 		for _, p := range bins.CNIPlugins {
-			if !host.Exists(filepath.Join(dir, p)) {
+			if !fileinfo.Exists(filepath.Join(dir, p)) {
 				missing = append(missing, p)
 			}
 		}
@@ -222,14 +225,14 @@ func checkHost(ctx context.Context, facts *Facts, busybox string) Report {
 	g := &group{name: "host"}
 	checkOverlayFS(g)
 	if facts.Mode == ModeRootlessChild {
-		if err := host.CanMountOverlay(); err == nil {
+		if err := rootless.CanMountOverlay(); err == nil {
 			g.add("overlayfs in userns", StatusOK, "can mount: containerd uses the overlayfs snapshotter", "")
 		} else {
 			facts.Snapshotter = SnapshotterNative
 			g.add("overlayfs in userns", StatusInfo, err.Error(), "containerd uses the native snapshotter (slower, copies layers); fuse-overlayfs is not supported")
 		}
 	}
-	if err := host.CanUnshareNet(); err == nil {
+	if err := CanUnshareNet(); err == nil {
 		g.add("network namespaces", StatusOK, "can create", "")
 	} else {
 		g.add("network namespaces", StatusFail, err.Error(), "run as root (or rootless, see `kubernix doctor` as a user)")
@@ -251,7 +254,7 @@ const MinInotifyInstances = 512
 
 // checkInotify warns when fs.inotify.max_user_instances is low.
 func checkInotify(g *group) {
-	v, err := host.Sysctl("fs.inotify.max_user_instances")
+	v, err := sysctl.Get("fs.inotify.max_user_instances")
 	status, detail, fix := inotifyResult(v, err)
 	g.add("inotify instances", status, detail, fix)
 }
@@ -276,7 +279,7 @@ func inotifyResult(v string, err error) (Status, string, string) {
 
 // checkOverlayFS checks that the kernel has overlayfs.
 func checkOverlayFS(g *group) {
-	if ok, err := host.HasFilesystem("overlay"); ok {
+	if ok, err := HasFilesystem("overlay"); ok {
 		g.add("overlayfs", StatusOK, "supported", "")
 	} else {
 		g.add("overlayfs", StatusFail, fmt.Sprintf("not in /proc/filesystems (%v)", err), "enable CONFIG_OVERLAY_FS in the kernel")
@@ -287,18 +290,18 @@ func checkOverlayFS(g *group) {
 // about enabled controllers that are not mounted (only root of the host can
 // mount them).
 func checkCgroups(g *group, facts *Facts) {
-	cg, err := host.DetectCgroups()
+	cg, err := cgroup.Detect()
 	facts.Cgroups = cg
 	switch {
 	case err != nil:
 		g.add("cgroups", StatusFail, err.Error(), "mount cgroups at /sys/fs/cgroup")
 		return
-	case cg.Mode == host.CgroupUnknown:
+	case cg.Mode == cgroup.Unknown:
 		g.add("cgroups", StatusFail, "no cgroup hierarchy at /sys/fs/cgroup", "mount cgroup2 at /sys/fs/cgroup")
 		return
 	}
 	detail := string(cg.Mode)
-	if cg.Mode != host.CgroupV2 {
+	if cg.Mode != cgroup.V2 {
 		detail += " (v1 controllers: " + strings.Join(cg.Mounted, ",") + "; the kubelet runs with failCgroupV1: false)"
 	}
 	g.add("cgroups", StatusOK, detail, "")
@@ -315,7 +318,7 @@ func checkCgroups(g *group, facts *Facts) {
 // traffic and Service routing need, and as root says what the iptables
 // filter FORWARD policy means for the host.
 func checkForwarding(g *group, facts *Facts) {
-	v, err := host.Sysctl("net.ipv4.ip_forward")
+	v, err := sysctl.Get("net.ipv4.ip_forward")
 	if err != nil {
 		g.add("ip_forward", StatusFail, err.Error(), "")
 	} else if v != "1" {
@@ -328,7 +331,7 @@ func checkForwarding(g *group, facts *Facts) {
 		status, detail, fix := forwardPolicyResult(v, policy, err)
 		g.add("FORWARD policy", status, detail, fix)
 	}
-	if host.Exists("/proc/sys/net/bridge/bridge-nf-call-iptables") {
+	if fileinfo.Exists("/proc/sys/net/bridge/bridge-nf-call-iptables") {
 		g.add("br_netfilter", StatusOK, "bridge-nf-call-iptables available", "")
 	} else {
 		g.add("br_netfilter", StatusFail, "/proc/sys/net/bridge/bridge-nf-call-iptables missing", "modprobe br_netfilter")
@@ -355,7 +358,7 @@ func forwardPolicyResult(ipForward, policy string, err error) (Status, string, s
 // checkSysResource sets facts.HasSysResource when CAP_SYS_RESOURCE is
 // effective in the host's user namespace.
 func checkSysResource(g *group, facts *Facts) {
-	if ok, err := host.HasCapability(unix.CAP_SYS_RESOURCE); facts.Mode == ModeRootlessChild {
+	if ok, err := HasCapability(unix.CAP_SYS_RESOURCE); facts.Mode == ModeRootlessChild {
 		// Capabilities in a user namespace do not reach the host's
 		// oom_score_adj: it can only be raised.
 		g.add("CAP_SYS_RESOURCE", StatusInfo, "in a user namespace: oom_score_adj cannot be lowered", "containerd runs with restrict_oom_score_adj = true")
@@ -384,7 +387,7 @@ func checkCrun(ctx context.Context, facts *Facts, busybox string) Result {
 			res.Status, res.Detail = StatusInfo, "does not work with containerd here, runc is used: "+err.Error()
 		} else {
 			facts.CrunWorks = true
-			res.Status, res.Detail = StatusOK, "works with runtime-spec "+host.RuntimeSpecVersion+": containerd uses crun"
+			res.Status, res.Detail = StatusOK, "works with runtime-spec "+RuntimeSpecVersion+": containerd uses crun"
 		}
 	}
 	return res
@@ -395,7 +398,7 @@ func checkCrun(ctx context.Context, facts *Facts, busybox string) Result {
 // seconds, and its answer only changes with the binary or a reboot.
 const runtimeCheckCache = "/run/kubernix/runtime-check"
 
-// checkRuntimeCached runs host.CheckOCIRuntime, or returns its recorded
+// checkRuntimeCached runs CheckOCIRuntime, or returns its recorded
 // outcome for the same runtime binary (path, size, mtime) and runtime-spec
 // version. Only root writes the record (in /run, gone at reboot).
 func checkRuntimeCached(ctx context.Context, runtime, busybox string) error {
@@ -403,7 +406,7 @@ func checkRuntimeCached(ctx context.Context, runtime, busybox string) error {
 	if err != nil {
 		return err
 	}
-	key := fmt.Sprintf("%s %d %d %s", runtime, st.Size(), st.ModTime().UnixNano(), host.RuntimeSpecVersion)
+	key := fmt.Sprintf("%s %d %d %s", runtime, st.Size(), st.ModTime().UnixNano(), RuntimeSpecVersion)
 	file := filepath.Join(runtimeCheckCache, strings.ReplaceAll(strings.Trim(runtime, "/"), "/", "_"))
 	if b, err := os.ReadFile(file); err == nil {
 		if k, outcome, ok := strings.Cut(string(b), "\n"); ok && k == key {
@@ -413,7 +416,7 @@ func checkRuntimeCached(ctx context.Context, runtime, busybox string) error {
 			return errors.New(outcome)
 		}
 	}
-	checkErr := host.CheckOCIRuntime(ctx, runtime, busybox, "true")
+	checkErr := CheckOCIRuntime(ctx, runtime, busybox, "true")
 	if os.Geteuid() == 0 && ctx.Err() == nil {
 		outcome := "ok"
 		if checkErr != nil {

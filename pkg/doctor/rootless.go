@@ -7,8 +7,8 @@ import (
 	"os/user"
 	"strconv"
 
-	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/rootless"
+	"github.com/kubernix/kubernix/pkg/sysctl"
 )
 
 // Mode is how a cluster runs for the process that checks: who it is and
@@ -31,7 +31,7 @@ func DetectMode() Mode {
 	switch {
 	case os.Geteuid() != 0:
 		return ModeRootless
-	case host.InUserNamespace():
+	case rootless.InUserNamespace():
 		return ModeRootlessChild
 	}
 	return ModeRoot
@@ -75,13 +75,13 @@ func checkRootless(ctx context.Context, facts *Facts, opts Options) Report {
 	checkOverlayFS(g)
 	checkUserNamespaces(ctx, g, facts)
 	checkSubIDs(g, name, uid)
-	if err := host.CanOpenTun(); err != nil {
+	if err := rootless.CanOpenTun(); err != nil {
 		g.add("/dev/net/tun", StatusFail, err.Error()+" (slirp4netns needs it)", fmt.Sprintf(fixTun, name))
 	} else {
 		g.add("/dev/net/tun", StatusOK, "can open", "")
 	}
 	for _, b := range []string{"newuidmap", "newgidmap"} {
-		if p := facts.Paths[b]; p != "" && !host.HasFileCapsOrSetuid(p) {
+		if p := facts.Paths[b]; p != "" && !rootless.HasFileCapsOrSetuid(p) {
 			g.add(b+" privileges", StatusFail, p+" is neither setuid root nor has file capabilities", fixIDMap)
 		}
 	}
@@ -100,7 +100,7 @@ func checkRootless(ctx context.Context, facts *Facts, opts Options) Report {
 // mount overlayfs in it; without overlayfs facts.Snapshotter becomes native.
 func checkUserNamespaces(ctx context.Context, g *group, facts *Facts) {
 	detail := "unshare -U works"
-	if v, err := host.Sysctl("user.max_user_namespaces"); err == nil {
+	if v, err := sysctl.Get("user.max_user_namespaces"); err == nil {
 		detail += ", user.max_user_namespaces=" + v
 	}
 	unshare := facts.Paths["unshare"]
@@ -108,7 +108,7 @@ func checkUserNamespaces(ctx context.Context, g *group, facts *Facts) {
 		g.add("user namespaces", StatusFail, "cannot check: unshare not found", "apt-get install util-linux")
 		return
 	}
-	overlay, err := host.ProbeUserNamespace(ctx, unshare)
+	overlay, err := rootless.ProbeUserNamespace(ctx, unshare)
 	if err != nil {
 		g.add("user namespaces", StatusFail, err.Error(), fixUserNS)
 		return

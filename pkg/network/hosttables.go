@@ -11,7 +11,7 @@ import (
 
 	"github.com/kubernix/kubernix/internal/made"
 	"github.com/kubernix/kubernix/pkg/config"
-	"github.com/kubernix/kubernix/pkg/host"
+	"github.com/kubernix/kubernix/pkg/rootless"
 )
 
 // The host's iptables tables the cluster's chains hook into (see chains)
@@ -31,7 +31,7 @@ import (
 // record) in a user namespace: a rootless cluster's tables are in
 // rootlesskit's network namespace, and go with it.
 func hostTablesFile() string {
-	if host.InUserNamespace() {
+	if rootless.InUserNamespace() {
 		return ""
 	}
 	return filepath.Join(config.StateRoot(), ".host", "iptables-tables.json")

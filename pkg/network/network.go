@@ -22,10 +22,9 @@ import (
 	"net/netip"
 	"strings"
 
+	"github.com/kubernix/kubernix/pkg/sysctl"
 	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
-
-	"github.com/kubernix/kubernix/pkg/host"
 )
 
 // Protocol is the routing protocol number (75, "proto 75" in `ip route`)
@@ -286,10 +285,10 @@ func ensureBridge(p Plan, n Names) (netlink.Link, error) {
 
 // enableForwarding sets net.ipv4.ip_forward=1 unless it already is.
 func enableForwarding() error {
-	if v, err := host.Sysctl(ipForward); err == nil && v == "1" {
+	if v, err := sysctl.Get(ipForward); err == nil && v == "1" {
 		return nil
 	}
-	return host.SetSysctl(ipForward, "1")
+	return sysctl.Set(ipForward, "1")
 }
 
 // syncRoutes makes the cluster's routes (those with Protocol on the bridge,

@@ -20,11 +20,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubernix/kubernix/pkg/sysctl"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
-
-	"github.com/kubernix/kubernix/pkg/host"
 )
 
 // crashEnv makes the test binary a child that sets up a cluster network
@@ -243,7 +242,7 @@ func TestLifecycle(t *testing.T) {
 	if err != nil || len(addrs) != 1 || addrs[0].IPNet.String() != "10.254.0.1/24" {
 		t.Errorf("bridge addresses = %v, %v; want just 10.254.0.1/24", addrs, err)
 	}
-	if v, err := host.Sysctl(ipForward); err != nil || v != "1" {
+	if v, err := sysctl.Get(ipForward); err != nil || v != "1" {
 		t.Errorf("ip_forward = %q, %v; want 1", v, err)
 	}
 

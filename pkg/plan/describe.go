@@ -14,6 +14,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/addons"
 	"github.com/kubernix/kubernix/pkg/bins"
 	"github.com/kubernix/kubernix/pkg/boot"
+	"github.com/kubernix/kubernix/pkg/cgroup"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/components/apiserver"
 	ctrdcomp "github.com/kubernix/kubernix/pkg/components/containerd"
@@ -24,7 +25,6 @@ import (
 	"github.com/kubernix/kubernix/pkg/components/registry"
 	"github.com/kubernix/kubernix/pkg/components/scheduler"
 	"github.com/kubernix/kubernix/pkg/config"
-	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/network"
 	"github.com/kubernix/kubernix/pkg/node"
 	"github.com/kubernix/kubernix/pkg/pki"
@@ -280,7 +280,7 @@ func (p *Plan) describeKubelet(nd *node.Node, _ string) (Described, error) {
 		var started atomic.Int64 // Unix seconds of the current kubelet's start
 		return components.Hooks{
 			Prepare: func(context.Context) error {
-				if err := host.EnsureCgroup(p.CgroupRoot(nd)); err != nil {
+				if err := node.EnsureCgroup(p.CgroupRoot(nd)); err != nil {
 					return err
 				}
 				started.Store(time.Now().Unix())
@@ -474,7 +474,7 @@ func (p *Plan) KubeletSpec(nd *node.Node) kubelet.Spec {
 		RootDir: np.KubeletRoot(), PodLogsDir: np.PodLogs(), RuntimeEndpoint: np.ContainerdSocket(),
 		CAFile: b.CA.Cert, TLSCert: kp.Serving.Cert, TLSKey: kp.Serving.Key,
 		ClusterDNS: p.Net.DNSServiceIP(), ClusterDomain: p.Cfg.ClusterDomain,
-		CgroupRoot: p.CgroupRoot(nd), CgroupV1: p.Facts.Cgroups.Mode != host.CgroupV2,
+		CgroupRoot: p.CgroupRoot(nd), CgroupV1: p.Facts.Cgroups.Mode != cgroup.V2,
 		ResolvConf: p.ResolvConf(), Rootless: p.Rootless, FeatureGates: p.Cfg.FeatureGates,
 		Labels: p.Cfg.NodeSpec(nd.Index).Labels, Taints: NodeTaints(p.Cfg.NodeSpec(nd.Index)),
 	}

@@ -4,7 +4,6 @@ import (
 	"net/netip"
 	"path/filepath"
 
-	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/node"
 	"github.com/kubernix/kubernix/pkg/rootless"
 )
@@ -23,7 +22,7 @@ func (p *Plan) APIServerURL() string {
 // host, outside rootlesskit's namespaces: its network links, iptables
 // rules and mounts are not visible from here and vanish with the
 // namespaces.
-func (p *Plan) Outside() bool { return p.Rootless && !host.InUserNamespace() }
+func (p *Plan) Outside() bool { return p.Rootless && !rootless.InUserNamespace() }
 
 // WrapperPath is where the OCI runtime wrapper script of a rootless
 // cluster is rendered.

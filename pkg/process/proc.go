@@ -160,7 +160,7 @@ const killPollInterval = 50 * time.Millisecond
 // calls list every 50 ms until it returns none, timeout has passed or ctx
 // ends. It returns list's first error, or, when processes are still listed
 // at the end, an error naming their PIDs. list is the caller's way to find
-// the processes (e.g. WithArgs, host.CgroupPIDs), so that one that is gone,
+// the processes (e.g. WithArgs, cgroup.PIDs), so that one that is gone,
 // or a zombie no longer listed, no longer counts as alive.
 func KillAndWait(ctx context.Context, list func() ([]int, error), timeout time.Duration) error {
 	pids, err := list()

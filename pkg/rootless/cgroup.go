@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kubernix/kubernix/internal/fileinfo"
+	"github.com/kubernix/kubernix/pkg/cgroup"
 	"github.com/prometheus/procfs"
-
-	"github.com/kubernix/kubernix/pkg/host"
 )
 
 // ErrNoDelegation is wrapped by DelegatedCgroup's error when the user may
@@ -29,7 +29,7 @@ func DefaultCgroupParent(uid int) string { return "/kubernix-" + strconv.Itoa(ui
 // writable in each. The error wraps ErrNoDelegation and names the
 // hierarchies that are missing or not writable.
 func DelegatedCgroup(uid int) (string, error) {
-	mounts, err := host.CgroupMounts()
+	mounts, err := cgroup.Mounts()
 	if err != nil {
 		return "", err
 	}
@@ -52,7 +52,7 @@ func DelegatedCgroup(uid int) (string, error) {
 // exists and is writable in every hierarchy, else an error wrapping
 // ErrNoDelegation that names the hierarchies where it is not.
 func UsableCgroup(path string) error {
-	mounts, err := host.CgroupMounts()
+	mounts, err := cgroup.Mounts()
 	if err != nil {
 		return err
 	}
@@ -67,7 +67,7 @@ func UsableCgroup(path string) error {
 func unwritable(mounts []string, path string) []string {
 	var bad []string
 	for _, m := range mounts {
-		if !host.Writable(filepath.Join(m, strings.Trim(path, "/"))) {
+		if !cgroup.Writable(filepath.Join(m, strings.Trim(path, "/"))) {
 			bad = append(bad, m)
 		}
 	}
@@ -112,14 +112,14 @@ func commonCgroup(cgs []procfs.Cgroup) (string, error) {
 // empty, and neither it nor any cgroup below it could hold a task. It
 // reports whether it changed anything.
 func FillCpuset(path string) (bool, error) {
-	mounts, err := host.CgroupMounts()
+	mounts, err := cgroup.Mounts()
 	if err != nil {
 		return false, err
 	}
 	changed := false
 	for _, m := range mounts {
 		dir := filepath.Join(m, strings.Trim(path, "/"))
-		if !host.Exists(filepath.Join(dir, "cpuset.cpus")) {
+		if !fileinfo.Exists(filepath.Join(dir, "cpuset.cpus")) {
 			continue
 		}
 		for _, file := range []string{"cpuset.cpus", "cpuset.mems"} {

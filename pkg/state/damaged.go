@@ -14,8 +14,8 @@ import (
 	kubeletv1beta1 "k8s.io/kubelet/config/v1beta1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubernix/kubernix/internal/fileinfo"
 	"github.com/kubernix/kubernix/pkg/config"
-	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/node"
 )
 
@@ -70,7 +70,7 @@ func LoadCluster(stateDir string) (config.Config, error) {
 		return cfg, err
 	}
 	p := config.Paths{State: stateDir}
-	if !host.Exists(p.Marker()) {
+	if !fileinfo.Exists(p.Marker()) {
 		return cfg, err
 	}
 	name := RecordedName(p)
@@ -127,7 +127,7 @@ func Recover(stateDir, name string) config.Config {
 	cfg.NodeSpecs = nil
 	for _, n := range recordedNodes(p, name) {
 		cfg.NodeSpecs = append(cfg.NodeSpecs, config.NodeSpec{Name: strings.TrimPrefix(n, name+"-")})
-		if host.Exists(p.Run(n, node.SandboxName)) {
+		if fileinfo.Exists(p.Run(n, node.SandboxName)) {
 			cfg.Executor = config.ExecutorContainer
 		}
 		if cfg.CgroupParent == "" {

@@ -13,9 +13,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubernix/kubernix/internal/fileinfo"
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/config"
-	"github.com/kubernix/kubernix/pkg/host"
+	"github.com/kubernix/kubernix/pkg/node"
 	"github.com/kubernix/kubernix/pkg/process"
 )
 
@@ -146,7 +147,7 @@ func (inv Inventory) StateDirs() ([]string, error) {
 // it holds a kubernix.toml, or its record is missing while the cluster is
 // still on the host (LoadCluster).
 func holdsCluster(stateDir string) bool {
-	if host.Exists(config.Paths{State: stateDir}.ConfigFile()) {
+	if fileinfo.Exists(config.Paths{State: stateDir}.ConfigFile()) {
 		return true
 	}
 	_, err := LoadCluster(stateDir)
@@ -171,7 +172,7 @@ func (inv Inventory) indexed() ([]string, error) {
 			continue
 		}
 		p := config.Paths{State: dir}
-		if dir == "" || !slices.ContainsFunc([]string{p.ConfigFile(), p.Marker(), LockFile(p)}, host.Exists) {
+		if dir == "" || !slices.ContainsFunc([]string{p.ConfigFile(), p.Marker(), LockFile(p)}, fileinfo.Exists) {
 			errs = append(errs, RemoveIfExists(path))
 			continue
 		}
@@ -248,7 +249,7 @@ type Info struct {
 // config.ErrInvalid): its records could be anyone's. LoadCluster, and so
 // every verb that acts on an existing cluster, starts here.
 func LoadRecorded(stateDir string) (config.Config, error) {
-	if host.Exists(stateDir) {
+	if fileinfo.Exists(stateDir) {
 		if err := config.CheckStateDirOwner(stateDir); err != nil {
 			return config.Config{}, err
 		}
@@ -341,7 +342,7 @@ func remains(p config.Paths, name string) []string {
 			out = append(out, fmt.Sprintf("process %s (pid %d)", runDirName(p, dir), pid))
 		}
 	}
-	mounts, _ := host.MountsUnder(p.State)
+	mounts, _ := node.MountsUnder(p.State)
 	for _, mp := range mounts {
 		out = append(out, "mount "+mp)
 	}
@@ -402,7 +403,7 @@ var ErrNotOurs = errors.New("not a kubernix state dir")
 // config.ErrInvalid that names dir and what to do. It changes nothing.
 func CheckOwned(dir string) error {
 	p := config.Paths{State: dir}
-	if !host.Exists(dir) || host.Exists(p.Marker()) || host.Exists(p.ConfigFile()) {
+	if !fileinfo.Exists(dir) || fileinfo.Exists(p.Marker()) || fileinfo.Exists(p.ConfigFile()) {
 		return nil
 	}
 	return fmt.Errorf("%w: %w: %s holds no %s or kubernix.toml, so kubernix did not make it and will not remove it; check --state-dir, or remove the directory yourself",
@@ -431,7 +432,7 @@ func Purge(inv Inventory, p config.Paths, name string) error {
 	if left := remains(p, name); len(left) > 0 {
 		return fmt.Errorf("cluster %q is not down, %s is kept: %s", name, p.State, strings.Join(left, ", "))
 	}
-	if host.Exists(UserKubeconfigFile(p)) {
+	if fileinfo.Exists(UserKubeconfigFile(p)) {
 		return fmt.Errorf("cluster %q: its context is still in the kubeconfig %s records (down could not remove it); fix that file and run delete again",
 			name, UserKubeconfigFile(p))
 	}

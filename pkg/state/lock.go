@@ -14,7 +14,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubernix/kubernix/pkg/config"
-	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/process"
 )
 
@@ -144,7 +143,7 @@ func ownLock(f *os.File) error {
 	}
 	if int(st.Uid) != os.Geteuid() {
 		return fmt.Errorf("%w: lock file %s is owned by %s, not by you: its owner can take the lock and write the holder kubernix reads from it; "+
-			"make sure no kubernix of this cluster runs, then remove it", config.ErrInvalid, f.Name(), host.UserName(int(st.Uid)))
+			"make sure no kubernix of this cluster runs, then remove it", config.ErrInvalid, f.Name(), config.UserName(int(st.Uid)))
 	}
 	if st.Mode&0o777 == 0o600 {
 		return nil

@@ -190,8 +190,8 @@ const SuperAdmin = "super-admin"
 // SuperAdminKubeconfig is the path of the super-admin kubeconfig.
 func SuperAdminKubeconfig(paths config.Paths) string { return paths.Kubeconfig(SuperAdmin) }
 
-// RunDir holds kubernix's host-wide records (root mode).
-const RunDir = "/run/kubernix"
+// RunDir holds kubernix's host-wide records (root mode): config.RunDir.
+const RunDir = config.RunDir
 
 // SupervisorScope and SupervisorName locate the supervisor's own run dir.
 const (

@@ -17,9 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubernix/kubernix/pkg/cgroup"
 	"github.com/prometheus/procfs"
-
-	"github.com/kubernix/kubernix/pkg/host"
 )
 
 // rootlessUser is an unprivileged user the test creates, with the host
@@ -236,7 +235,7 @@ func (u *rootlessUser) cgroupParent() string { return "kubernix-" + strconv.Itoa
 // cgroupMounts lists the mount points of every cgroup hierarchy.
 func cgroupMounts(t *testing.T) []string {
 	t.Helper()
-	mounts, err := host.CgroupMounts()
+	mounts, err := cgroup.Mounts()
 	if err != nil {
 		t.Fatal(err)
 	}

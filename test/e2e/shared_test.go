@@ -18,7 +18,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/kubernix/kubernix/pkg/host"
+	"github.com/kubernix/kubernix/pkg/sysctl"
 )
 
 // TestMain runs the package's tests, then brings down the clusters they
@@ -61,20 +61,20 @@ func raiseInotifyInstances() (restore func(), err error) {
 	if testing.Short() || os.Geteuid() != 0 || os.Getenv("KUBERNIX_BIN_DIR") == "" {
 		return nothing, nil
 	}
-	old, err := host.Sysctl(key)
+	old, err := sysctl.Get(key)
 	if err != nil {
 		return nothing, err
 	}
 	if n, err := strconv.Atoi(old); err != nil || n >= inotifyInstances {
 		return nothing, err
 	}
-	if err := host.SetSysctl(key, strconv.Itoa(inotifyInstances)); err != nil {
+	if err := sysctl.Set(key, strconv.Itoa(inotifyInstances)); err != nil {
 		return nothing, err
 	}
 	var once sync.Once
 	return func() {
 		once.Do(func() {
-			if err := host.SetSysctl(key, old); err != nil {
+			if err := sysctl.Set(key, old); err != nil {
 				fmt.Fprintf(os.Stderr, "restore %s=%s: %v\n", key, old, err)
 			}
 		})

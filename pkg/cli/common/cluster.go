@@ -11,10 +11,10 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/kubernix/kubernix/internal/fileinfo"
 	"github.com/kubernix/kubernix/pkg/bins"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/doctor"
-	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/plan"
 	"github.com/kubernix/kubernix/pkg/state"
 )
@@ -41,7 +41,7 @@ func (e *Env) SavedConfig() (config.Config, error) {
 	if err != nil {
 		return cfg, err
 	}
-	if !host.Exists(cfg.Paths().ConfigFile()) && !slices.Contains(explicit, "state_dir") {
+	if !fileinfo.Exists(cfg.Paths().ConfigFile()) && !slices.Contains(explicit, "state_dir") {
 		if cfg.StateDir, err = findByName(state.DefaultInventory(), cfg.Name, cfg.StateDir); err != nil {
 			return cfg, err
 		}

@@ -19,7 +19,6 @@ import (
 	"github.com/kubernix/kubernix/pkg/cli/common"
 	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/config"
-	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/plan"
 	"github.com/kubernix/kubernix/pkg/process"
 	"github.com/kubernix/kubernix/pkg/rootless"
@@ -255,7 +254,7 @@ func (f *notifyFIFO) Close() error {
 // supervises the cluster like a root `up` would, reporting to the parent
 // through the FIFO at --notify-path (run reports its error).
 func runRootlessChild(ctx context.Context, env *common.Env, cfg config.Config, f *flags, notify *notifier) error {
-	if err := rootless.PrepareMounts(host.InUserNamespace()); err != nil {
+	if err := rootless.PrepareMounts(rootless.InUserNamespace()); err != nil {
 		return err
 	}
 	pl, err := prepare(ctx, env, cfg, cluster.PrepareOptions{Mode: cluster.InRootlesskit})

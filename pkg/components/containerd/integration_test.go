@@ -20,7 +20,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubernix/kubernix/pkg/cgroup"
 	"github.com/kubernix/kubernix/pkg/cri"
+	"github.com/kubernix/kubernix/pkg/doctor"
+	"github.com/kubernix/kubernix/pkg/node"
 
 	"github.com/containerd/errdefs"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
@@ -31,12 +34,11 @@ import (
 	"golang.org/x/sys/unix"
 	runtime "k8s.io/cri-api/pkg/apis/runtime/v1"
 
-	"github.com/kubernix/kubernix/pkg/host"
 	"github.com/kubernix/kubernix/pkg/images"
 )
 
 // binDir holds the containerd binaries `make bins` builds.
-var binDir, _ = filepath.Abs("../../_output/bin")
+var binDir, _ = filepath.Abs("../../../_output/bin")
 
 const runcPath = "/usr/sbin/runc"
 
@@ -74,7 +76,7 @@ func startContainerd(t *testing.T) *testNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	canAdj, err := host.HasCapability(unix.CAP_SYS_RESOURCE)
+	canAdj, err := doctor.HasCapability(unix.CAP_SYS_RESOURCE)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +183,7 @@ func (n *testNode) cleanup(t *testing.T) {
 		t.Errorf("shim %d outlived containerd; killing it", pid)
 		syscall.Kill(pid, syscall.SIGKILL)
 	}
-	mounts, err := host.MountsUnder(n.dir)
+	mounts, err := node.MountsUnder(n.dir)
 	if err != nil {
 		t.Error(err)
 	}
@@ -205,14 +207,14 @@ func (n *testNode) cleanup(t *testing.T) {
 			time.Sleep(50 * time.Millisecond)
 		}
 	}
-	if err := host.RemoveCgroup(cgroupParent(n.dir)); err != nil {
+	if err := cgroup.Remove(cgroupParent(n.dir)); err != nil {
 		t.Error(err)
 	}
 }
 
 // cgroupProcs returns the PIDs in cgroup path or below it, in any hierarchy.
 func cgroupProcs(t *testing.T, path string) []int {
-	mounts, err := host.CgroupMounts()
+	mounts, err := cgroup.Mounts()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -294,7 +296,7 @@ func buildImages(t *testing.T) (pause, other, unique string) {
 	dir := binDir
 	if _, err := os.Stat(filepath.Join(binDir, b.Binary)); err != nil {
 		dir = t.TempDir()
-		build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(dir, b.Binary), "../../images/pause")
+		build := exec.Command("go", "build", "-trimpath", "-ldflags=-s -w", "-o", filepath.Join(dir, b.Binary), "../../../images/pause")
 		build.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := build.CombinedOutput(); err != nil {
 			t.Fatalf("%v: %v\n%s", build, err, out)

@@ -1,4 +1,4 @@
-package host
+package cgroup
 
 import (
 	"errors"
@@ -10,14 +10,15 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/kubernix/kubernix/internal/fileinfo"
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 )
 
-// CgroupMounts lists the mount points of every cgroup hierarchy (v1
+// Mounts lists the mount points of every cgroup hierarchy (v1
 // hierarchies and the cgroup2 mount), in /proc/self/mountinfo order (parsed,
 // and octal escapes such as \040 undone, by moby/sys/mountinfo).
-func CgroupMounts() ([]string, error) {
+func Mounts() ([]string, error) {
 	mounts, err := mountinfo.GetMounts(mountinfo.FSTypeFilter("cgroup", "cgroup2"))
 	if err != nil {
 		return nil, fmt.Errorf("list cgroup mounts: %w", err)
@@ -29,12 +30,12 @@ func CgroupMounts() ([]string, error) {
 	return out, nil
 }
 
-// EnsureCgroup creates cgroup path (e.g. "/kubernix/node-0") and its parents
+// Ensure creates cgroup path (e.g. "/kubernix/node-0") and its parents
 // in every cgroup hierarchy, copying cpuset.cpus and cpuset.mems from the
 // parent in the cpuset hierarchy, where a new cgroup starts empty and could
 // hold no task. Existing cgroups are left as they are.
-func EnsureCgroup(path string) error {
-	mounts, err := CgroupMounts()
+func Ensure(path string) error {
+	mounts, err := Mounts()
 	if err != nil {
 		return err
 	}
@@ -64,11 +65,11 @@ func EnsureCgroup(path string) error {
 	return nil
 }
 
-// RemoveCgroup removes cgroup path and everything below it in every
-// hierarchy, deepest first. Cgroups that still hold tasks cannot be removed;
+// Remove removes cgroup path and everything below it in every
+// hierarchy, deepest first. Layout that still hold tasks cannot be removed;
 // their errors are joined. A missing cgroup is not an error.
-func RemoveCgroup(path string) error {
-	mounts, err := CgroupMounts()
+func Remove(path string) error {
+	mounts, err := Mounts()
 	if err != nil {
 		return err
 	}
@@ -92,29 +93,29 @@ func RemoveCgroup(path string) error {
 	return errors.Join(errs...)
 }
 
-// CgroupExists lists the hierarchies where cgroup path exists.
-func CgroupExists(path string) ([]string, error) {
-	mounts, err := CgroupMounts()
+// Existing lists the hierarchies where cgroup path exists.
+func Existing(path string) ([]string, error) {
+	mounts, err := Mounts()
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, m := range mounts {
 		p := filepath.Join(m, strings.Trim(path, "/"))
-		if Exists(p) {
+		if fileinfo.Exists(p) {
 			out = append(out, p)
 		}
 	}
 	return out, nil
 }
 
-// CgroupPIDs lists, sorted and without duplicates, the PIDs in the
+// PIDs lists, sorted and without duplicates, the PIDs in the
 // cgroup.procs files of cgroup path (e.g. "/kubernix/node-0") and every
-// cgroup below it, in every hierarchy where it exists (CgroupExists). A
+// cgroup below it, in every hierarchy where it exists (Existing). A
 // missing cgroup has no PIDs; files that vanish or cannot be read while
 // walking (a cgroup removed meanwhile) are skipped.
-func CgroupPIDs(path string) ([]int, error) {
-	dirs, err := CgroupExists(path)
+func PIDs(path string) ([]int, error) {
+	dirs, err := Existing(path)
 	if err != nil {
 		return nil, err
 	}
@@ -137,11 +138,11 @@ func CgroupPIDs(path string) ([]int, error) {
 	return slices.Compact(pids), nil
 }
 
-// RemoveEmptyCgroup removes cgroup path (not what is below it) in every
+// RemoveEmpty removes cgroup path (not what is below it) in every
 // hierarchy where it is empty; where it still has children or tasks, or
 // is missing, it is left and nothing is reported.
-func RemoveEmptyCgroup(path string) {
-	mounts, _ := CgroupMounts()
+func RemoveEmpty(path string) {
+	mounts, _ := Mounts()
 	for _, m := range mounts {
 		_ = unix.Rmdir(filepath.Join(m, strings.Trim(path, "/")))
 	}

@@ -1,4 +1,4 @@
-package host
+package cgroup
 
 import (
 	"fmt"
@@ -8,12 +8,14 @@ import (
 	"slices"
 	"strconv"
 	"testing"
+
+	"github.com/kubernix/kubernix/internal/fileinfo"
 )
 
 // TestCgroupPIDs mounts a named cgroup v1 hierarchy at a path with a space
 // (escaped as \040 in mountinfo), puts a process in a nested cgroup there
-// and checks that CgroupMounts lists the mount, CgroupPIDs finds the
-// process from the parent cgroup, and RemoveEmptyCgroup leaves a cgroup
+// and checks that Mounts lists the mount, PIDs finds the
+// process from the parent cgroup, and RemoveEmpty leaves a cgroup
 // that still has children.
 func TestCgroupPIDs(t *testing.T) {
 	if os.Geteuid() != 0 {
@@ -25,16 +27,16 @@ func TestCgroupPIDs(t *testing.T) {
 	// containerd's cgroup v1 lookups on this machine.
 	parent := fmt.Sprintf("/kubernix-unit-test-%d", os.Getpid())
 	child := parent + "/a"
-	if err := EnsureCgroup(child); err != nil {
+	if err := Ensure(child); err != nil {
 		t.Skipf("cannot make cgroups here: %v", err)
 	}
-	t.Cleanup(func() { _ = RemoveCgroup(parent) })
-	dirs, err := CgroupExists(child)
+	t.Cleanup(func() { _ = Remove(parent) })
+	dirs, err := Existing(child)
 	if err != nil || len(dirs) == 0 {
-		t.Fatalf("CgroupExists(%s) = %v, %v", child, dirs, err)
+		t.Fatalf("Existing(%s) = %v, %v", child, dirs, err)
 	}
-	if pids, err := CgroupPIDs(parent); err != nil || len(pids) != 0 {
-		t.Fatalf("CgroupPIDs of an empty cgroup = %v, %v; want none", pids, err)
+	if pids, err := PIDs(parent); err != nil || len(pids) != 0 {
+		t.Fatalf("PIDs of an empty cgroup = %v, %v; want none", pids, err)
 	}
 	sleep := exec.Command("sleep", "60")
 	if err := sleep.Start(); err != nil {
@@ -44,24 +46,24 @@ func TestCgroupPIDs(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(dirs[0], "cgroup.procs"), []byte(strconv.Itoa(sleep.Process.Pid)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	pids, err := CgroupPIDs(parent)
+	pids, err := PIDs(parent)
 	if err != nil || !slices.Equal(pids, []int{sleep.Process.Pid}) {
-		t.Errorf("CgroupPIDs(%s) = %v, %v; want [%d]", parent, pids, err, sleep.Process.Pid)
+		t.Errorf("PIDs(%s) = %v, %v; want [%d]", parent, pids, err, sleep.Process.Pid)
 	}
-	if pids, err := CgroupPIDs("/kubernix-unit-test-missing"); err != nil || len(pids) != 0 {
-		t.Errorf("CgroupPIDs of a missing cgroup = %v, %v; want none, no error", pids, err)
+	if pids, err := PIDs("/kubernix-unit-test-missing"); err != nil || len(pids) != 0 {
+		t.Errorf("PIDs of a missing cgroup = %v, %v; want none, no error", pids, err)
 	}
 
-	RemoveEmptyCgroup(parent)
-	if !Exists(dirs[0]) {
-		t.Errorf("RemoveEmptyCgroup removed %s, which has a child", parent)
+	RemoveEmpty(parent)
+	if !fileinfo.Exists(dirs[0]) {
+		t.Errorf("RemoveEmpty removed %s, which has a child", parent)
 	}
 	_ = sleep.Process.Kill()
 	_ = sleep.Wait()
-	if err := RemoveCgroup(parent); err != nil {
+	if err := Remove(parent); err != nil {
 		t.Fatal(err)
 	}
-	if left, _ := CgroupExists(parent); len(left) > 0 {
-		t.Errorf("RemoveCgroup left %v", left)
+	if left, _ := Existing(parent); len(left) > 0 {
+		t.Errorf("Remove left %v", left)
 	}
 }
