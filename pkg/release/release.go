@@ -8,9 +8,9 @@
 package release
 
 import (
+	"k8s.io/apimachinery/pkg/util/version"
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 
 	"github.com/kubernix/kubernix/assets"
@@ -69,17 +69,14 @@ func Lookup(version string) (Release, error) {
 }
 
 // Minor is the release's minor version, e.g. 37 for "v1.37.2"; 0 if the
-// version does not parse.
+// version does not parse as k8s.io/apimachinery's util/version
+// ParseGeneric reads it (at least major.minor, an optional "v").
 func (r Release) Minor() int {
-	parts := strings.Split(strings.TrimPrefix(r.Kubernetes, "v"), ".")
-	if len(parts) < 2 {
-		return 0
-	}
-	m, err := strconv.Atoi(parts[1])
+	v, err := version.ParseGeneric(r.Kubernetes)
 	if err != nil {
 		return 0
 	}
-	return m
+	return int(v.Minor())
 }
 
 // AtLeast reports whether the release is 1.minor or newer: how a component
