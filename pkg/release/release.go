@@ -8,10 +8,11 @@
 package release
 
 import (
-	"k8s.io/apimachinery/pkg/util/version"
 	"errors"
 	"fmt"
 	"strings"
+
+	"k8s.io/apimachinery/pkg/util/version"
 
 	"github.com/kubernix/kubernix/assets"
 )
