@@ -19,6 +19,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/pki"
 	"github.com/kubernix/kubernix/pkg/plan"
+	"github.com/kubernix/kubernix/pkg/plan/plantest"
 	"github.com/kubernix/kubernix/pkg/state"
 )
 
@@ -76,7 +77,7 @@ func TestClusterAdmins(t *testing.T) {
 // made in a temporary state dir.
 func testCluster(t *testing.T, nodes int) *Cluster {
 	t.Helper()
-	pl := testPlan(t, nodes)
+	pl := plantest.Plan(t, nodes)
 	pl.Paths = config.Paths{State: t.TempDir()}
 	bundle, err := pki.Ensure(pl.PKISpec())
 	if err != nil {

@@ -5,9 +5,7 @@ import (
 	"net/netip"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/node"
 	"github.com/kubernix/kubernix/pkg/plan"
+	"github.com/kubernix/kubernix/pkg/plan/plantest"
 	"github.com/kubernix/kubernix/pkg/release"
 
 	"github.com/kubernix/kubernix/pkg/boot"
@@ -80,7 +79,7 @@ func TestDescribedBinariesRequired(t *testing.T) {
 	for _, b := range bins.Required(release.Default()) {
 		required[b.Name] = true
 	}
-	for _, pl := range []*plan.Plan{testPlan(t, 2), testPlan(t, 1, config.ExecutorProcess), rootlessPlan(t)} {
+	for _, pl := range []*plan.Plan{plantest.Plan(t, 2), plantest.Plan(t, 1, config.ExecutorProcess), plantest.Rootless(t)} {
 		ds, err := plan.Describe(pl)
 		if err != nil {
 			t.Fatal(err)
@@ -109,7 +108,7 @@ func TestDescribedBinariesRequired(t *testing.T) {
 func TestAddonComponents(t *testing.T) {
 	for _, a := range addons.Table {
 		for _, on := range []bool{true, false} {
-			pl := testPlan(t, 1)
+			pl := plantest.Plan(t, 1)
 			pl.Cfg.Addons = []string{"coredns"}
 			if on {
 				pl.Cfg.Addons = append(pl.Cfg.Addons, a.Name)
@@ -126,31 +125,13 @@ func TestAddonComponents(t *testing.T) {
 			}
 		}
 	}
-	pl := testPlan(t, 1)
+	pl := plantest.Plan(t, 1)
 	pl.Cfg.Addons = []string{"coredns"}
 	if pl.NetworkPlan().LoadBalancerCIDR.IsValid() {
 		t.Error("without the loadbalancer addon the host still routes the pool")
 	}
-	if ports := hostPorts(t, pl); slices.ContainsFunc(ports, func(hp plan.HostPort) bool { return hp.Port == pl.Cfg.RegistryPort }) {
+	if ports := plantest.HostPorts(t, pl); slices.ContainsFunc(ports, func(hp plan.HostPort) bool { return hp.Port == pl.Cfg.RegistryPort }) {
 		t.Errorf("without the registry addon its port is still checked: %v", ports)
-	}
-}
-
-// TestCheckAddonImages checks that a missing tarball of an enabled
-// addon's image is named, and that one of a disabled addon is not needed.
-func TestCheckAddonImages(t *testing.T) {
-	pl := testPlan(t, 1)
-	pl.ImagesDir = t.TempDir()
-	pl.Cfg.Addons = []string{"coredns"}
-	err := checkAddonImages(pl)
-	if err == nil || !strings.Contains(err.Error(), "coredns.tar (addon coredns)") {
-		t.Fatalf("checkAddonImages without coredns.tar = %v, want it named", err)
-	}
-	if err := os.WriteFile(filepath.Join(pl.ImagesDir, "coredns.tar"), nil, 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if err := checkAddonImages(pl); err != nil {
-		t.Errorf("checkAddonImages with coredns.tar = %v, want nil (metrics-server is not enabled)", err)
 	}
 }
 
@@ -159,7 +140,7 @@ func TestCheckAddonImages(t *testing.T) {
 // boot sequence with the behaviours its describer gave it, so a new task
 // without them fails here, not at up.
 func TestDescribedBehaviours(t *testing.T) {
-	for _, pl := range []*plan.Plan{testPlan(t, 2), testPlan(t, 1, config.ExecutorProcess), rootlessPlan(t)} {
+	for _, pl := range []*plan.Plan{plantest.Plan(t, 2), plantest.Plan(t, 1, config.ExecutorProcess), plantest.Rootless(t)} {
 		all, err := plan.DescribeAll(pl)
 		if err != nil {
 			t.Fatal(err)
@@ -180,7 +161,7 @@ func TestDescribedBehaviours(t *testing.T) {
 // its own (its Probe's or Liveness's HTTPGet) declares that port in
 // Ports, so preflight checks it before up (HostPorts).
 func TestProbedPortsDeclared(t *testing.T) {
-	for _, pl := range []*plan.Plan{testPlan(t, 2), testPlan(t, 1, config.ExecutorProcess), rootlessPlan(t)} {
+	for _, pl := range []*plan.Plan{plantest.Plan(t, 2), plantest.Plan(t, 1, config.ExecutorProcess), plantest.Rootless(t)} {
 		ds, err := plan.Describe(pl)
 		if err != nil {
 			t.Fatal(err)

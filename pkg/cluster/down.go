@@ -17,6 +17,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/network"
 	"github.com/kubernix/kubernix/pkg/node"
 	"github.com/kubernix/kubernix/pkg/plan"
+	"github.com/kubernix/kubernix/pkg/preflight"
 	"github.com/kubernix/kubernix/pkg/process"
 	"github.com/kubernix/kubernix/pkg/state"
 )
@@ -42,7 +43,7 @@ import (
 func Cleanup(ctx context.Context, pl *plan.Plan, log *slog.Logger) error {
 	// The host-wide resources are named after the cluster: never touch
 	// those of a live cluster of the same name in another state dir.
-	if err := checkName(pl); err != nil {
+	if err := preflight.CheckName(pl); err != nil {
 		return err
 	}
 	var errs []error

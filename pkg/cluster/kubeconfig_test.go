@@ -15,6 +15,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/kubeconfig"
 	"github.com/kubernix/kubernix/pkg/pki"
+	"github.com/kubernix/kubernix/pkg/plan/plantest"
 	"github.com/kubernix/kubernix/pkg/state"
 )
 
@@ -39,7 +40,7 @@ func TestUserKubeconfigRecord(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			pl := testPlan(t, 1)
+			pl := plantest.Plan(t, 1)
 			pl.Paths = config.Paths{State: filepath.Join(dir, "state")}
 			b, err := pki.Ensure(pki.Spec{Dir: pl.Paths.PKI(), ClusterName: pl.Cfg.Name, APIServerIPs: []net.IP{net.ParseIP("10.10.0.1")}})
 			if err != nil {

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/kubernix/kubernix/pkg/plan/plantest"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,7 +25,7 @@ import (
 // one left from the previous run has its stale Ready=True reset to
 // Unknown; one with another pod CIDR is refused.
 func TestRegisterNode(t *testing.T) {
-	pl := testPlan(t, 3)
+	pl := plantest.Plan(t, 3)
 	nd := pl.Nodes[1]
 	readyNode := func(podCIDR string, ready corev1.ConditionStatus) *corev1.Node {
 		return &corev1.Node{
@@ -118,7 +119,7 @@ func TestIsTransient(t *testing.T) {
 // cluster's nodes 1 and 2 and force-deletes their pods; node 0, its pods
 // and another cluster's node stay.
 func TestDeleteStaleNodes(t *testing.T) {
-	pl := testPlan(t, 1)
+	pl := plantest.Plan(t, 1)
 	node := func(name, cluster string) *corev1.Node {
 		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{"kubernix.io/cluster": cluster}}}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/node"
 	"github.com/kubernix/kubernix/pkg/plan"
+	"github.com/kubernix/kubernix/pkg/plan/plantest"
 )
 
 // TestApplyNodeSpec checks that the labels and taints of a node's
@@ -106,7 +107,7 @@ func TestApplyNodeSpec(t *testing.T) {
 // TestRegisterNodeSpec checks that registerNode gives a new Node and one
 // left from an earlier up the labels and taints of its [[nodes]] entry.
 func TestRegisterNodeSpec(t *testing.T) {
-	pl := testPlan(t, 2)
+	pl := plantest.Plan(t, 2)
 	pl.Cfg.NodeSpecs = []config.NodeSpec{{}, {
 		Labels: map[string]string{"tier": "gpu", "node-role.kubernetes.io/worker": ""},
 		Taints: []string{"gpu=true:NoSchedule"},
@@ -141,14 +142,14 @@ func TestRegisterNodeSpec(t *testing.T) {
 // TestRootlessMounts: a rootless plan refuses mounts, naming each, with
 // exit 2; a root plan takes them into the node's sandbox.
 func TestRootlessMounts(t *testing.T) {
-	pl := testPlan(t, 2)
+	pl := plantest.Plan(t, 2)
 	cfg := pl.Cfg
 	cfg.NodeSpecs = []config.NodeSpec{{}, {Mounts: []config.Mount{{HostPath: "/srv/data", NodePath: "/data", ReadOnly: true}}}}
-	_, err := plan.NewRootlessPlan(cfg, pl.Facts, "/IMAGES")
+	_, err := plan.New(cfg, pl.Facts, "/IMAGES", plan.Rootless{Enabled: true})
 	if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "nodes[1].mounts[0] /srv/data: mounts are not supported in a rootless cluster") {
 		t.Errorf("rootless plan: error %v", err)
 	}
-	root, err := plan.New(cfg, pl.Facts, "/IMAGES", false)
+	root, err := plan.New(cfg, pl.Facts, "/IMAGES", plan.Rootless{})
 	if err != nil {
 		t.Fatal(err)
 	}

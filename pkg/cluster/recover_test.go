@@ -68,9 +68,9 @@ func TestRecover(t *testing.T) {
 				t.Errorf("executor %q, cgroup parent %q; want %q, %q", cfg.Executor, cfg.CgroupParent, tt.wantExecutor, tt.wantParent)
 			}
 			// What down works from.
-			pl, err := plan.NewPlan(cfg, testFacts(), "")
+			pl, err := plan.New(cfg, testFacts(), "", plan.Rootless{})
 			if err != nil {
-				t.Fatalf("NewPlan of the recovered config: %v", err)
+				t.Fatalf("plan.New of the recovered config: %v", err)
 			}
 			if _, err := plan.Describe(pl); err != nil {
 				t.Fatalf("Describe of the recovered plan: %v", err)
@@ -105,7 +105,7 @@ func TestUndescribed(t *testing.T) {
 	if !errors.As(err, new(*state.DamagedError)) {
 		t.Fatalf("LoadRecorded = %v, want a DamagedError", err)
 	}
-	pl, err := plan.NewPlan(cfg, testFacts(), "")
+	pl, err := plan.New(cfg, testFacts(), "", plan.Rootless{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/kubeconfig"
 	"github.com/kubernix/kubernix/pkg/pki"
+	"github.com/kubernix/kubernix/pkg/plan/plantest"
 	"github.com/kubernix/kubernix/pkg/state"
 )
 
@@ -39,7 +40,7 @@ func TestStandaloneKubeconfig(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			pl := testPlan(t, 1)
+			pl := plantest.Plan(t, 1)
 			pl.Paths = config.Paths{State: t.TempDir()}
 			b, err := pki.Ensure(pl.PKISpec())
 			if err != nil {
@@ -92,7 +93,7 @@ func TestStandaloneKubeconfig(t *testing.T) {
 		})
 	}
 	t.Run("no PKI", func(t *testing.T) {
-		pl := testPlan(t, 1)
+		pl := plantest.Plan(t, 1)
 		pl.Paths = config.Paths{State: t.TempDir()}
 		if _, err := StandaloneKubeconfig(pl, false); err == nil {
 			t.Error("want an error without the cluster's PKI")
@@ -125,7 +126,7 @@ func TestConfigKubeconfig(t *testing.T) {
 			if err := os.Chmod(dir, 0o755); err != nil {
 				t.Fatal(err)
 			}
-			pl := testPlan(t, 1)
+			pl := plantest.Plan(t, 1)
 			pl.Paths = config.Paths{State: filepath.Join(dir, "state")}
 			pl.Cfg.Kubeconfig = filepath.Join(dir, "chosen", "kc")
 			b, err := pki.Ensure(pl.PKISpec())

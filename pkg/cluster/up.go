@@ -30,10 +30,6 @@ import (
 	"github.com/kubernix/kubernix/pkg/state"
 )
 
-// ErrTaken is returned by Up when the cluster name is in use by a running
-// supervisor.
-var ErrTaken = errors.New("cluster is already running")
-
 // Options tune Up.
 type Options struct {
 	// Progress receives one line per phase and the final summary; may be nil.
@@ -211,7 +207,7 @@ func RecordedPlan(pl *plan.Plan) (*plan.Plan, error) {
 		return nil, fmt.Errorf("the record of the last run: %w", err)
 	}
 	cfg.StateDir = pl.Paths.State
-	return plan.NewPlan(cfg, pl.Facts, pl.ImagesDir)
+	return plan.New(cfg, pl.Facts, pl.ImagesDir, plan.Rootless{Enabled: pl.Rootless, StateDir: pl.RootlesskitStateDir})
 }
 
 // RemoveLeftovers removes what a run of the cluster in plan's state dir

@@ -21,7 +21,7 @@ import (
 // system (what the state dir is and holds, who owns it, whether it is
 // writable) but
 // writes nothing; the host's network and ports are checked by `up`
-// (cluster.Preflight). Call it after Resolve.
+// (preflight.Prepare). Call it after Resolve.
 func (c *Config) Validate() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }

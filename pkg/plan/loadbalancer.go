@@ -6,7 +6,6 @@ import (
 
 	"github.com/kubernix/kubernix/pkg/addons"
 	"github.com/kubernix/kubernix/pkg/components/cloudcontroller"
-	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // describeCloudController describes, with the loadbalancer addon, the cloud controller, which gives
@@ -26,8 +25,8 @@ func describeCloudController(p *Plan) ([]Described, error) {
 		Self: self, ClusterName: p.Cfg.Name, Kubeconfig: p.Paths.Kubeconfig(cloudcontroller.Name),
 		Pool: p.Net.LoadBalancer, IP: p.APIServerIP, After: []string{clusterAdminsTask},
 	}
-	if st, ok := state.ReadRootless(p.Paths); ok && p.Rootless {
-		spec.RootlesskitAPI = filepath.Join(st.RootlesskitStateDir, "api.sock")
+	if p.Rootless && p.RootlesskitStateDir != "" {
+		spec.RootlesskitAPI = filepath.Join(p.RootlesskitStateDir, "api.sock")
 	}
 	return plain(cloudcontroller.Describe(spec)), nil
 }

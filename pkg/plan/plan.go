@@ -21,7 +21,6 @@ import (
 	"github.com/kubernix/kubernix/pkg/node"
 	"github.com/kubernix/kubernix/pkg/pki"
 	"github.com/kubernix/kubernix/pkg/release"
-	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // Plan is everything derived from the config and the host that Up needs.
@@ -45,6 +44,10 @@ type Plan struct {
 	// Rootless: the cluster runs in rootlesskit's user namespace (a
 	// RootlessState is recorded in the state dir).
 	Rootless bool
+	// RootlesskitStateDir is rootlesskit's --state-dir of a rootless
+	// cluster (state.RootlessState), whose api.sock publishes the
+	// cluster's ports on the host; "" before it is recorded and as root.
+	RootlesskitStateDir string
 	// Checked is set by Prepare once every check passed: Up starts
 	// nothing else.
 	Checked bool
@@ -59,26 +62,24 @@ type Plan struct {
 // runs release.Default() until the config can name another.
 func ReleaseOf(cfg config.Config) release.Release { return release.Default() }
 
-// NewPlan derives the plan. cfg must be resolved and valid; facts come from
-// doctor.Check and hold the binary paths. imagesDir holds the built-in image
-// tarballs.
-func NewPlan(cfg config.Config, facts doctor.Facts, imagesDir string) (*Plan, error) {
-	_, rootless := state.ReadRootless(cfg.Paths())
-	return New(cfg, facts, imagesDir, rootless)
+// Rootless is how a plan's cluster runs rootless: as its state dir's
+// rootless.json records it (state.RootlessState) or, before that is
+// written, as up chose.
+type Rootless struct {
+	// Enabled: the cluster runs in rootlesskit's namespaces.
+	Enabled bool
+	// StateDir is rootlesskit's --state-dir; "" until it is recorded.
+	StateDir string
 }
 
-// NewRootlessPlan is NewPlan for a cluster that is to run rootless, before
-// its RootlessState is recorded: what `up --dry-run` as an ordinary user
-// shows.
-func NewRootlessPlan(cfg config.Config, facts doctor.Facts, imagesDir string) (*Plan, error) {
-	return New(cfg, facts, imagesDir, true)
-}
-
-// New derives the plan of a cluster that runs rootless or not, as told
-// (Prepare knows which; NewPlan asks the state dir). The error is
-// CheckRootless's, or the config's network that does not split.
-func New(cfg config.Config, facts doctor.Facts, imagesDir string, rootless bool) (*Plan, error) {
-	if rootless {
+// New derives the plan of cfg, which must be resolved and valid; facts
+// come from doctor.Check (or doctor.Locate) and hold the binary paths,
+// imagesDir holds the built-in image tarballs, rootless says whether and
+// where the cluster runs rootless (the caller reads the state dir; New
+// reads nothing). The error is CheckRootless's, or the config's network
+// that does not split.
+func New(cfg config.Config, facts doctor.Facts, imagesDir string, rootless Rootless) (*Plan, error) {
+	if rootless.Enabled {
 		if err := CheckRootless(cfg); err != nil {
 			return nil, err
 		}
@@ -88,15 +89,16 @@ func New(cfg config.Config, facts doctor.Facts, imagesDir string, rootless bool)
 		return nil, err
 	}
 	p := &Plan{
-		Cfg:         cfg,
-		Net:         n,
-		Paths:       cfg.Paths(),
-		Facts:       facts,
-		Release:     facts.Release,
-		Names:       network.NamesFor(cfg.Name),
-		APIServerIP: n.BridgeIP(),
-		ImagesDir:   imagesDir,
-		Rootless:    rootless,
+		Cfg:                 cfg,
+		Net:                 n,
+		Paths:               cfg.Paths(),
+		Facts:               facts,
+		Release:             facts.Release,
+		Names:               network.NamesFor(cfg.Name),
+		APIServerIP:         n.BridgeIP(),
+		ImagesDir:           imagesDir,
+		Rootless:            rootless.Enabled,
+		RootlesskitStateDir: rootless.StateDir,
 	}
 	p.Executor = cfg.EffectiveExecutor(p.Rootless)
 	for i := range cfg.Nodes {

@@ -8,7 +8,6 @@ import (
 
 	ppcomp "github.com/kubernix/kubernix/pkg/components/portproxy"
 	"github.com/kubernix/kubernix/pkg/portproxy"
-	"github.com/kubernix/kubernix/pkg/state"
 )
 
 // describePortProxy describes, when a node publishes ports ([[nodes]]
@@ -25,8 +24,8 @@ func describePortProxy(p *Plan) ([]Described, error) {
 		return nil, err
 	}
 	spec := ppcomp.Spec{Self: self, Forwards: forwards, IP: p.APIServerIP}
-	if st, ok := state.ReadRootless(p.Paths); ok && p.Rootless {
-		spec.RootlesskitAPI = filepath.Join(st.RootlesskitStateDir, "api.sock")
+	if p.Rootless && p.RootlesskitStateDir != "" {
+		spec.RootlesskitAPI = filepath.Join(p.RootlesskitStateDir, "api.sock")
 	}
 	return plain(ppcomp.Describe(spec)), nil
 }

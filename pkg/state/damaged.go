@@ -105,7 +105,7 @@ func RecordedName(p config.Paths) string {
 
 // Recover returns the config of the cluster named name in stateDir as the
 // state dir's records other than kubernix.toml give it, for bringing down
-// a cluster whose record is damaged: NewPlan of it is what Cleanup and
+// a cluster whose record is damaged: plan.New of it is what Cleanup and
 // Leftovers work from, and Cleanup also stops every live process recorded
 // under <state>/run, whether the plan describes it or not. It holds the
 // defaults, and:

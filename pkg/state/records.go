@@ -74,6 +74,20 @@ func NameFile(name string) string { return filepath.Join(NamesDir, name) }
 // other software (k3s, kubeadm), would share them and break both.
 const HostNamespacesFile = RunDir + "/host-namespaces"
 
+// NameHolder returns the state dir that claims cluster name (NameFile),
+// "" when none does or the claim holds no absolute path.
+func NameHolder(name string) string {
+	dir, _ := readRecord(NameFile(name))
+	return dir
+}
+
+// HostNamespacesHolder returns the state dir recorded in
+// HostNamespacesFile, "" when there is none.
+func HostNamespacesHolder() string {
+	dir, _ := readRecord(HostNamespacesFile)
+	return dir
+}
+
 // RootlessState is what <state>/rootless.json records of a cluster that
 // runs rootless: `kubernix up` as an ordinary user writes it before starting
 // rootlesskit, and its presence is what makes a plan rootless (Plan.Rootless)

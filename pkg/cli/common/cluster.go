@@ -103,12 +103,15 @@ func findByName(inv state.Inventory, name, def string) (string, error) {
 
 // Plan builds the plan of cfg's existing cluster, for the verbs that act
 // on it (down, status, logs, config validate, kubeconfig): it locates the
-// cluster's state and binaries (doctor.Locate) and checks nothing; up's
-// plan is cluster.Prepare's.
+// cluster's binaries (doctor.Locate), reads whether it runs rootless from
+// its state dir (state.ReadRootless) and checks nothing; up's plan is
+// preflight.Prepare's.
 func Plan(cfg config.Config) (*plan.Plan, error) {
 	finder := bins.NewFinder(cfg.BinDir, cfg.BundleDir)
 	imagesDir, _ := finder.ImagesDir()
-	return plan.NewPlan(cfg, doctor.Locate(finder, plan.ReleaseOf(cfg), cfg.CNIDir), imagesDir)
+	st, rootless := state.ReadRootless(cfg.Paths())
+	return plan.New(cfg, doctor.Locate(finder, plan.ReleaseOf(cfg), cfg.CNIDir), imagesDir,
+		plan.Rootless{Enabled: rootless, StateDir: st.RootlesskitStateDir})
 }
 
 // BinDir is the directory of the bundled kubectl and crictl, "" if not found.

@@ -8,8 +8,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/kubernix/kubernix/pkg/cli/common"
-	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/preflight"
 )
 
 // NewCommand returns `kubernix config` with its subcommands: `view`, which
@@ -94,7 +94,7 @@ and exits 0, or lists every problem and exits 2. It changes nothing.`,
 			}
 			pl, err := common.Plan(cfg)
 			if err == nil {
-				err = cluster.CheckComponents(cmd.Context(), pl)
+				err = preflight.CheckComponents(cmd.Context(), pl)
 			}
 			if err != nil {
 				return fmt.Errorf("%s: %w", args[0], err)

@@ -11,8 +11,8 @@ import (
 
 	"github.com/kubernix/kubernix/pkg/cli/common"
 	"github.com/kubernix/kubernix/pkg/cli/down"
-	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/preflight"
 	"github.com/kubernix/kubernix/pkg/state"
 )
 
@@ -77,7 +77,7 @@ func Delete(ctx context.Context, env *common.Env, cfg config.Config, timeout tim
 		return err
 	}
 	err := down.Down(ctx, env, cfg, timeout)
-	if errors.Is(err, cluster.ErrTaken) && isStopped(p.State) {
+	if errors.Is(err, preflight.ErrTaken) && isStopped(p.State) {
 		// Another live cluster has taken the name since: the host's
 		// resources named after it are that cluster's, and nothing of
 		// this one is left to bring down.

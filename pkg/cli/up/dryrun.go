@@ -5,26 +5,26 @@ import (
 	"fmt"
 
 	"github.com/kubernix/kubernix/pkg/cli/common"
-	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/doctor"
 	"github.com/kubernix/kubernix/pkg/plan"
+	"github.com/kubernix/kubernix/pkg/preflight"
 )
 
 // dryRun is `kubernix up --dry-run`: it prints the plan of the cluster up
 // would start (plan.WritePlan), as root or, for an ordinary user,
 // rootless, and changes nothing: no state dir, PKI, network or process.
-// It goes through up's own checks (cluster.Prepare, in a dry run): what
+// It goes through up's own checks (preflight.Prepare, in a dry run): what
 // the config changes in the cluster that ran before is printed after the
 // plan, and so is what up would refuse (a running cluster, a change that
 // needs a new cluster, the doctor's failed checks, a taken port), with
 // up's exit code.
 func dryRun(ctx context.Context, env *common.Env, cfg config.Config) error {
-	mode := cluster.AsRoot
+	mode := preflight.AsRoot
 	if doctor.DetectMode() == doctor.ModeRootless {
-		mode = cluster.AsUser
+		mode = preflight.AsUser
 	}
-	pr, err := cluster.Prepare(ctx, cfg, cluster.PrepareOptions{Mode: mode, DryRun: true})
+	pr, err := preflight.Prepare(ctx, cfg, preflight.PrepareOptions{Mode: mode, DryRun: true})
 	if err != nil {
 		return err
 	}
@@ -34,7 +34,7 @@ func dryRun(ctx context.Context, env *common.Env, cfg config.Config) error {
 	for _, n := range pr.Notices {
 		common.Fprintf(env.Streams.Err, "%s\n", n)
 	}
-	cluster.WriteChanges(env.Streams.Err, cfg.Name, pr.Changes)
+	preflight.WriteChanges(env.Streams.Err, cfg.Name, pr.Changes)
 	if pr.Report.Failed() {
 		pr.Report.Failures().Print(env.Streams.Err)
 	}

@@ -17,9 +17,9 @@ import (
 
 	"github.com/kubernix/kubernix/pkg/bins"
 	"github.com/kubernix/kubernix/pkg/cli/common"
-	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/plan"
+	"github.com/kubernix/kubernix/pkg/preflight"
 	"github.com/kubernix/kubernix/pkg/process"
 	"github.com/kubernix/kubernix/pkg/rootless"
 	"github.com/kubernix/kubernix/pkg/state"
@@ -112,11 +112,11 @@ func recordRootless(env *common.Env, pl *plan.Plan) (rootless.Kit, error) {
 	}
 	err := state.WriteRootless(paths, state.RootlessState{
 		UID: os.Getuid(), RootlesskitStateDir: kitDir,
-		HostAPIServer: netip.AddrPortFrom(cluster.HostLoopback, uint16(port)),
+		HostAPIServer: netip.AddrPortFrom(preflight.HostLoopback, uint16(port)),
 	})
 	return rootless.Kit{
 		Rootlesskit: facts.Paths["rootlesskit"], Slirp4netns: facts.Paths["slirp4netns"], StateDir: kitDir,
-		HostIP: cluster.HostLoopback, HostPort: port, ChildIP: pl.APIServerIP, ChildPort: port,
+		HostIP: preflight.HostLoopback, HostPort: port, ChildIP: pl.APIServerIP, ChildPort: port,
 		LoopbackPorts: loopbackPorts(cfg),
 	}, err
 }
@@ -257,7 +257,7 @@ func runRootlessChild(ctx context.Context, env *common.Env, cfg config.Config, f
 	if err := rootless.PrepareMounts(rootless.InUserNamespace()); err != nil {
 		return err
 	}
-	pl, err := prepare(ctx, env, cfg, cluster.PrepareOptions{Mode: cluster.InRootlesskit})
+	pl, err := prepare(ctx, env, cfg, preflight.PrepareOptions{Mode: preflight.InRootlesskit})
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/doctor"
 	"github.com/kubernix/kubernix/pkg/plan"
+	"github.com/kubernix/kubernix/pkg/preflight"
 	"github.com/kubernix/kubernix/pkg/process"
 	"github.com/kubernix/kubernix/pkg/state"
 )
@@ -132,16 +133,16 @@ func runUp(ctx context.Context, env *common.Env, f *flags, notify *notifier) err
 		defer lock.Close()
 		return runRootlessChild(ctx, env, cfg, f, notify)
 	}
-	mode := cluster.AsRoot
+	mode := preflight.AsRoot
 	switch doctor.DetectMode() {
 	case doctor.ModeRootless:
-		mode = cluster.AsUser
+		mode = preflight.AsUser
 	case doctor.ModeRootlessChild:
 		return errors.New("kubernix up runs as root, or as an ordinary user (it then starts rootlesskit itself), not as root of a user namespace")
 	}
 	// Every check, read-only, before the lock (which makes the state
 	// dir): bad input leaves nothing behind.
-	pl, err := prepare(ctx, env, cfg, cluster.PrepareOptions{Mode: mode})
+	pl, err := prepare(ctx, env, cfg, preflight.PrepareOptions{Mode: mode})
 	if err != nil {
 		return err
 	}
@@ -150,7 +151,7 @@ func runUp(ctx context.Context, env *common.Env, f *flags, notify *notifier) err
 		return err
 	}
 	defer lock.Close()
-	if mode == cluster.AsUser {
+	if mode == preflight.AsUser {
 		return runRootless(ctx, env, pl, f, lock)
 	}
 	if err := state.ClearRootless(cfg.Paths()); err != nil {
@@ -162,11 +163,11 @@ func runUp(ctx context.Context, env *common.Env, f *flags, notify *notifier) err
 	return supervise(ctx, env, pl.Cfg, f, pl, notify)
 }
 
-// prepare is cluster.Prepare for up: it prints what Prepare chose and the
+// prepare is preflight.Prepare for up: it prints what Prepare chose and the
 // doctor's failures to the error stream, and the changes up applies to
 // the output, and returns the checked plan.
-func prepare(ctx context.Context, env *common.Env, cfg config.Config, opts cluster.PrepareOptions) (*plan.Plan, error) {
-	pr, err := cluster.Prepare(ctx, cfg, opts)
+func prepare(ctx context.Context, env *common.Env, cfg config.Config, opts preflight.PrepareOptions) (*plan.Plan, error) {
+	pr, err := preflight.Prepare(ctx, cfg, opts)
 	if pr == nil {
 		return nil, err
 	}
@@ -179,7 +180,7 @@ func prepare(ctx context.Context, env *common.Env, cfg config.Config, opts clust
 	if err != nil {
 		return nil, err
 	}
-	cluster.WriteChanges(env.Streams.Out, cfg.Name, pr.Changes)
+	preflight.WriteChanges(env.Streams.Out, cfg.Name, pr.Changes)
 	return pr.Plan, nil
 }
 

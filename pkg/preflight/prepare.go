@@ -1,4 +1,4 @@
-package cluster
+package preflight
 
 import (
 	"context"
@@ -81,7 +81,7 @@ type Prepared struct {
 //     one that is taken moves, and the config is validated again);
 //   - what cfg changes in the cluster that ran before (ConfigChanges) must
 //     not need a new cluster (refuseNewCluster);
-//   - the plan is made (NewPlan), the components check their settings
+//   - the plan is made (plan.New), the components check their settings
 //     (CheckComponents), the addons' images must be there
 //     (checkAddonImages);
 //   - the host must take the cluster (preflight, checkName,
@@ -106,7 +106,11 @@ func Prepare(ctx context.Context, cfg config.Config, opts PrepareOptions) (*Prep
 	if err != nil {
 		return pp.pr, err
 	}
-	pl, err := plan.New(cfg, facts, imagesDir, opts.Mode != AsRoot)
+	rootless, err := pp.rootless(cfg)
+	if err != nil {
+		return pp.pr, err
+	}
+	pl, err := plan.New(cfg, facts, imagesDir, rootless)
 	if err != nil {
 		return pp.pr, err
 	}
@@ -195,6 +199,23 @@ func (pp *preparation) ports(cfg config.Config, facts doctor.Facts, imagesDir st
 	return chosen, nil
 }
 
+// rootless is how the cluster runs rootless: not as root; AsUser before
+// rootlesskit runs; InRootlesskit as the parent recorded it, which must
+// be there.
+func (pp *preparation) rootless(cfg config.Config) (plan.Rootless, error) {
+	switch pp.opts.Mode {
+	case AsUser:
+		return plan.Rootless{Enabled: true}, nil
+	case InRootlesskit:
+		st, ok := state.ReadRootless(cfg.Paths())
+		if !ok {
+			return plan.Rootless{}, fmt.Errorf("%s is missing: --rootless-child is started by `kubernix up` as an ordinary user", state.RootlessFile(cfg.Paths()))
+		}
+		return plan.Rootless{Enabled: true, StateDir: st.RootlesskitStateDir}, nil
+	}
+	return plan.Rootless{}, nil
+}
+
 // checkHost runs preflight (AsUser only the port mappings, on the host
 // where rootlesskit publishes them; the rest is checked inside it), then
 // refuses a host the doctor failed and built-in images that are missing.
@@ -218,13 +239,9 @@ func (pp *preparation) checkHost(pl *plan.Plan, facts doctor.Facts, imagesErr er
 // (pr.Changes) and refuses those that need a new cluster. A record that
 // cannot be read is left to the supervisor, whose Up refuses it before it
 // starts anything (RemoveLeftovers); a dry run lists it. Inside
-// rootlesskit the parent compared them, and the rootless record must be
-// there.
+// rootlesskit the parent compared them.
 func (pp *preparation) checkChanges(cfg config.Config) error {
 	if pp.opts.Mode == InRootlesskit {
-		if _, ok := state.ReadRootless(cfg.Paths()); !ok {
-			return fmt.Errorf("%s is missing: --rootless-child is started by `kubernix up` as an ordinary user", state.RootlessFile(cfg.Paths()))
-		}
 		return nil
 	}
 	changes, err := ConfigChanges(cfg, pp.opts.Mode != AsRoot)
@@ -245,7 +262,7 @@ func (pp *preparation) checkPlan(pl *plan.Plan) error {
 	for _, check := range []func() error{
 		func() error { return CheckComponents(pp.ctx, pl) },
 		func() error { return checkAddonImages(pl) },
-		func() error { return checkName(pl) },
+		func() error { return CheckName(pl) },
 		func() error { return checkHostNamespaces(pp.ctx, pl) },
 	} {
 		if err := pp.refuse(check()); err != nil {
@@ -298,7 +315,7 @@ var movablePorts = []movablePort{
 // that cannot be chosen is left as given and its error, wrapping
 // config.ErrInvalid and naming the flag, returned.
 func choosePorts(cfg config.Config, facts doctor.Facts, imagesDir string, mode Mode) (config.Config, []string, []error) {
-	pl, err := plan.New(cfg, facts, imagesDir, mode != AsRoot)
+	pl, err := plan.New(cfg, facts, imagesDir, plan.Rootless{Enabled: mode != AsRoot})
 	if err != nil {
 		return cfg, nil, []error{err}
 	}

@@ -1,4 +1,4 @@
-package cluster
+package plan_test
 
 import (
 	"bytes"
@@ -13,65 +13,18 @@ import (
 	"github.com/pelletier/go-toml/v2"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubernix/kubernix/pkg/cgroup"
 	"github.com/kubernix/kubernix/pkg/config"
-	"github.com/kubernix/kubernix/pkg/doctor"
 	"github.com/kubernix/kubernix/pkg/plan"
-	"github.com/kubernix/kubernix/pkg/release"
+	"github.com/kubernix/kubernix/pkg/plan/plantest"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
-
-// testPlan is a plan of nodes nodes with fixed host facts, run by the
-// executor named (default: the config's default).
-func testPlan(t *testing.T, nodes int, executor ...string) *plan.Plan {
-	t.Helper()
-	cfg := config.Default()
-	cfg.Name = "golden"
-	cfg.Nodes = nodes
-	if len(executor) > 0 {
-		cfg.Executor = executor[0]
-	}
-	return testPlanOf(t, cfg)
-}
-
-// testPlanOf is testPlan of cfg, resolved with its state dir /STATE.
-func testPlanOf(t *testing.T, cfg config.Config) *plan.Plan {
-	t.Helper()
-	cfg.StateDir = "/STATE"
-	cfg.Resolve()
-	cfg.StateDir = "/STATE"
-	pl, err := plan.NewPlan(cfg, goldenFacts(), "/IMAGES")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pl
-}
-
-// goldenFacts are the host facts of testPlan: binaries under /BIN, the
-// system's tools in their Debian paths.
-func goldenFacts() doctor.Facts {
-	facts := doctor.Facts{Release: release.Default(),
-		Cgroups: cgroup.Layout{Mode: cgroup.Hybrid},
-		Paths:   map[string]string{},
-		CNIDir:  "/usr/lib/cni",
-	}
-	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "containerd", "registry"} {
-		facts.Paths[b] = "/BIN/" + b
-	}
-	facts.Paths["runc"] = "/usr/sbin/runc"
-	facts.Paths["nft"] = "/usr/sbin/nft"
-	facts.Paths["unshare"] = "/usr/bin/unshare"
-	facts.Paths["nsenter"] = "/usr/bin/nsenter"
-	facts.Paths["pause"] = "/BIN/pause"
-	return facts
-}
 
 // TestNodeFilesGolden renders node 0 and node 2 of a 3-node cluster and
 // compares with testdata/<node>/; run with -update to rewrite them. The
 // structured files must also parse back.
 func TestNodeFilesGolden(t *testing.T) {
-	pl := testPlan(t, 3)
+	pl := plantest.Plan(t, 3)
 	self, _ := os.Executable()
 	for _, idx := range []int{0, 2} {
 		nd := pl.Nodes[idx]
@@ -114,7 +67,7 @@ func TestPerNodeValues(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.executor+"/"+tt.ip+"/"+string(rune('0'+tt.nodes)), func(t *testing.T) {
-			pl := testPlan(t, tt.nodes, tt.executor)
+			pl := plantest.Plan(t, tt.nodes, tt.executor)
 			want := tt.executor
 			if want == "" {
 				want = config.ExecutorContainer // the default, one node too
@@ -201,11 +154,11 @@ func TestPlanGolden(t *testing.T) {
 	self, _ := os.Executable()
 	tests := []struct {
 		name string
-		pl   func(t *testing.T) *plan.Plan
+		pl   func(t testing.TB) *plan.Plan
 	}{
-		{"1-node", func(t *testing.T) *plan.Plan { return testPlan(t, 1) }},
-		{"3-node", func(t *testing.T) *plan.Plan { return testPlan(t, 3) }},
-		{"rootless", rootlessPlan},
+		{"1-node", func(t testing.TB) *plan.Plan { return plantest.Plan(t, 1) }},
+		{"3-node", func(t testing.TB) *plan.Plan { return plantest.Plan(t, 3) }},
+		{"rootless", plantest.Rootless},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,55 +1,22 @@
-package cluster
+package plan_test
 
 import (
-	"net/netip"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/pelletier/go-toml/v2"
 	"sigs.k8s.io/yaml"
 
-	"github.com/kubernix/kubernix/pkg/cgroup"
+	"github.com/kubernix/kubernix/pkg/components/cloudcontroller"
+	ppcomp "github.com/kubernix/kubernix/pkg/components/portproxy"
 	"github.com/kubernix/kubernix/pkg/config"
-	"github.com/kubernix/kubernix/pkg/doctor"
 	"github.com/kubernix/kubernix/pkg/plan"
-	"github.com/kubernix/kubernix/pkg/release"
-	"github.com/kubernix/kubernix/pkg/state"
+	"github.com/kubernix/kubernix/pkg/plan/plantest"
 )
-
-// rootlessPlan is a 1-node rootless plan with the facts the doctor finds
-// inside rootlesskit's namespace on a cgroup v1 host.
-func rootlessPlan(t *testing.T) *plan.Plan {
-	t.Helper()
-	cfg := config.Default()
-	cfg.Name = "golden"
-	cfg.StateDir = "/STATE"
-	cfg.CgroupParent = "/kubernix-1000"
-	// What a rootless cluster of one node resolves to (EffectiveExecutor):
-	// NewPlan reads rootless.json, which this test has not.
-	cfg.Executor = config.ExecutorProcess
-	cfg.Resolve()
-	cfg.StateDir = "/STATE"
-	facts := doctor.Facts{Release: release.Default(),
-		Mode:        doctor.ModeRootlessChild,
-		Cgroups:     cgroup.Layout{Mode: cgroup.Hybrid},
-		Paths:       map[string]string{},
-		CNIDir:      "/usr/lib/cni",
-		Snapshotter: doctor.SnapshotterOverlayfs,
-	}
-	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "containerd", "registry"} {
-		facts.Paths[b] = "/BIN/" + b
-	}
-	facts.Paths["runc"] = "/usr/sbin/runc"
-	facts.Paths["nft"] = "/usr/sbin/nft"
-	pl, err := plan.NewPlan(cfg, facts, "/IMAGES")
-	if err != nil {
-		t.Fatal(err)
-	}
-	pl.Rootless = true // as the state dir's rootless.json would say
-	return pl
-}
 
 // TestRootlessNodeFilesGolden renders the node of a rootless cluster and
 // compares with testdata/rootless-node-0/ (-update rewrites them): the
@@ -57,7 +24,7 @@ func rootlessPlan(t *testing.T) *plan.Plan {
 // restricted, the kubelet's KubeletInUserNamespace gate, its cgroupRoot
 // under the delegated subtree and no node allocatable enforcement.
 func TestRootlessNodeFilesGolden(t *testing.T) {
-	pl := rootlessPlan(t)
+	pl := plantest.Rootless(t)
 	self, _ := os.Executable()
 	files, err := plan.NodeFiles(pl, pl.Nodes[0])
 	if err != nil {
@@ -96,7 +63,7 @@ func TestRootlessNodeFilesGolden(t *testing.T) {
 // TestRootlessPlan checks what differs in a rootless plan: the cgroups,
 // the host kubeconfig and that its Cleanup skips the host network.
 func TestRootlessPlan(t *testing.T) {
-	pl := rootlessPlan(t)
+	pl := plantest.Rootless(t)
 	if got := pl.CgroupRoot(pl.Nodes[0]); got != "/kubernix-1000/golden-node-0" {
 		t.Errorf("cgroup root = %s", got)
 	}
@@ -106,38 +73,48 @@ func TestRootlessPlan(t *testing.T) {
 	if !strings.Contains(pl.String(), "rootless") {
 		t.Errorf("plan string %q does not say rootless", pl.String())
 	}
-	root := testPlan(t, 1)
+	root := plantest.Plan(t, 1)
 	if got := root.CgroupRoot(root.Nodes[0]); got != "/kubernix/golden-node-0" {
 		t.Errorf("root mode cgroup root = %s", got)
 	}
 }
 
-func TestRootlessState(t *testing.T) {
-	paths := config.Paths{State: t.TempDir()}
-	if _, ok := state.ReadRootless(paths); ok {
-		t.Fatal("rootless without a record")
-	}
-	if state.ClientKubeconfig(paths) != paths.Kubeconfig("admin") {
-		t.Error("root cluster's client kubeconfig is not admin's")
-	}
-	want := state.RootlessState{UID: 1000, RootlesskitStateDir: "/x/rootlesskit"}
-	want.HostAPIServer, _ = parseAddrPort("127.0.0.1:6443")
-	if err := state.WriteRootless(paths, want); err != nil {
-		t.Fatal(err)
-	}
-	got, ok := state.ReadRootless(paths)
-	if !ok || got != want {
-		t.Errorf("ReadRootless = %+v, %v; want %+v", got, ok, want)
-	}
-	if state.ClientKubeconfig(paths) != state.HostKubeconfig(paths) {
-		t.Error("rootless cluster's client kubeconfig is not the host one")
-	}
-	if err := state.ClearRootless(paths); err != nil {
-		t.Fatal(err)
-	}
-	if err := state.ClearRootless(paths); err != nil {
-		t.Errorf("second ClearRootless: %v", err)
+// TestRootlesskitAPI: in a rootless cluster whose rootlesskit is
+// recorded (plan.Rootless.StateDir), the cloud controller and the port
+// proxy publish through rootlesskit's API socket there; before it is
+// recorded, and as root, they get no socket.
+func TestRootlesskitAPI(t *testing.T) {
+	cfg := portsConfig(config.ExecutorProcess)
+	cfg.Nodes = 1
+	cfg.NodeSpecs = cfg.NodeSpecs[1:]
+	cfg.StateDir = "/STATE"
+	cfg.Resolve()
+	cfg.StateDir = "/STATE"
+	const want = "--rootlesskit-api=/RK/api.sock"
+	for _, tt := range []struct {
+		name     string
+		rootless plan.Rootless
+		socket   bool
+	}{
+		{"recorded", plan.Rootless{Enabled: true, StateDir: "/RK"}, true},
+		{"before rootlesskit", plan.Rootless{Enabled: true}, false},
+		{"root", plan.Rootless{StateDir: "/RK"}, false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			pl, err := plan.New(cfg, plantest.Facts(), "/IMAGES", tt.rootless)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds := describeByID(t, pl)
+			for _, id := range []string{cloudcontroller.Name, ppcomp.Name} {
+				d, ok := ds[id]
+				if !ok {
+					t.Fatalf("no %s in %v", id, slices.Collect(maps.Keys(ds)))
+				}
+				if got := slices.Contains(d.Command.Args, want); got != tt.socket {
+					t.Errorf("%s args %q: has %s = %v, want %v", id, d.Command.Args, want, got, tt.socket)
+				}
+			}
+		})
 	}
 }
-
-func parseAddrPort(s string) (netip.AddrPort, error) { return netip.ParseAddrPort(s) }

@@ -1,4 +1,4 @@
-package cluster
+package preflight
 
 import (
 	"errors"
@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/plan/plantest"
 )
 
 // TestNextFreePort: a taken default moves to the next free port; a taken
@@ -60,7 +61,7 @@ func TestChoosePortsAsUser(t *testing.T) {
 	cfg.CIDR = "10.61.0.0/16"
 	cfg.RegistryPort = port
 	cfg.Resolve()
-	got, notices, errs := choosePorts(cfg, testFacts(), "/IMAGES", AsUser)
+	got, notices, errs := choosePorts(cfg, plantest.Facts(), "/IMAGES", AsUser)
 	err = errors.Join(errs...)
 	if len(errs) != 1 || !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "port "+strconv.Itoa(port)+" is in use") ||
 		!strings.Contains(err.Error(), "registry (rootlesskit's port forward) cannot listen on 127.0.0.1") || !strings.Contains(err.Error(), "--registry-port") {
@@ -71,7 +72,7 @@ func TestChoosePortsAsUser(t *testing.T) {
 		t.Errorf("choosePorts moved the registry port the user chose: %d, notices %q", got.RegistryPort, notices)
 	}
 	cfg.Addons = []string{"coredns"}
-	if got, _, errs := choosePorts(cfg, testFacts(), "/IMAGES", AsUser); len(errs) != 0 || got.RegistryPort != port {
+	if got, _, errs := choosePorts(cfg, plantest.Facts(), "/IMAGES", AsUser); len(errs) != 0 || got.RegistryPort != port {
 		t.Errorf("without the registry: port %d, errors %v; want it unchecked", got.RegistryPort, errs)
 	}
 }
@@ -94,7 +95,7 @@ func TestClashProblems(t *testing.T) {
 			cfg.CIDR = "10.61.0.0/16"
 			cfg.RegistryPort = tt.registry
 			var got []string
-			for _, err := range clashProblems(hostPorts(t, testPlanOf(t, cfg))) {
+			for _, err := range clashProblems(plantest.HostPorts(t, plantest.Of(t, cfg))) {
 				got = append(got, err.Error())
 			}
 			if strings.Join(got, "\n") != strings.Join(tt.want, "\n") {

@@ -1,4 +1,4 @@
-package cluster
+package preflight
 
 import (
 	"net"
@@ -12,6 +12,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/network"
 	"github.com/kubernix/kubernix/pkg/plan"
+	"github.com/kubernix/kubernix/pkg/plan/plantest"
 	"github.com/kubernix/kubernix/pkg/process"
 )
 
@@ -40,7 +41,7 @@ func TestHostPorts(t *testing.T) {
 			cfg.APIServerPort = 7443
 			cfg.Nodes, cfg.Executor = tt.nodes, tt.executor
 			var got []string
-			for _, hp := range hostPorts(t, testPlanOf(t, cfg)) {
+			for _, hp := range plantest.HostPorts(t, plantest.Of(t, cfg)) {
 				wantIP := netip.MustParseAddr("10.61.0.1")
 				if hp.Component == "registry-localhost" {
 					wantIP = netip.MustParseAddr("127.0.0.1")
@@ -158,14 +159,4 @@ func TestOverlapProblems(t *testing.T) {
 			}
 		})
 	}
-}
-
-// hostPorts is HostPorts(plan), which must not fail.
-func hostPorts(t *testing.T, pl *plan.Plan) []plan.HostPort {
-	t.Helper()
-	ports, err := plan.HostPorts(pl)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return ports
 }

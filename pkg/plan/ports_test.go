@@ -1,10 +1,7 @@
-package cluster
+package plan_test
 
 import (
-	"net"
-	"os"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -13,6 +10,7 @@ import (
 	ppcomp "github.com/kubernix/kubernix/pkg/components/portproxy"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/plan"
+	"github.com/kubernix/kubernix/pkg/plan/plantest"
 )
 
 // portsConfig is a 2-node cluster on 10.61.0.0/16 whose node 1 publishes
@@ -41,7 +39,7 @@ func TestPublished(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.executor, func(t *testing.T) {
-			pl := testPlanOf(t, portsConfig(tt.executor))
+			pl := plantest.Of(t, portsConfig(tt.executor))
 			var got []string
 			for _, f := range pl.Forwards() {
 				got = append(got, f.String())
@@ -76,10 +74,10 @@ func TestDescribePortProxy(t *testing.T) {
 		}
 		return nil
 	}
-	if d := find(testPlan(t, 2)); d != nil {
+	if d := find(plantest.Plan(t, 2)); d != nil {
 		t.Errorf("a cluster without port mappings describes %s", d.ID())
 	}
-	d := find(testPlanOf(t, portsConfig(config.ExecutorContainer)))
+	d := find(plantest.Of(t, portsConfig(config.ExecutorContainer)))
 	if d == nil {
 		t.Fatal("no port-proxy described for [[nodes]] ports")
 	}
@@ -97,45 +95,6 @@ func TestDescribePortProxy(t *testing.T) {
 	}
 }
 
-// TestMappingProblems: a mapping whose host address is held (a TCP
-// listener, a bound UDP socket, for a wildcard mapping any address) is
-// named, unless the holder is the cluster's own process.
-func TestMappingProblems(t *testing.T) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	pc, err := net.ListenPacket("udp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pc.Close()
-	tcpPort, udpPort := ln.Addr().(*net.TCPAddr).Port, pc.LocalAddr().(*net.UDPAddr).Port
-	cfg := config.Default()
-	cfg.NodeSpecs = []config.NodeSpec{{}, {Ports: []config.PortMapping{
-		{NodePort: 30080, HostPort: tcpPort},                                         // taken
-		{NodePort: 30080, HostPort: tcpPort, Protocol: "UDP"},                        // free for UDP
-		{NodePort: 53, HostPort: udpPort, Protocol: "UDP", ListenAddress: "0.0.0.0"}, // taken on 127.0.0.1
-		{NodePort: 53, HostPort: udpPort, ListenAddress: "127.0.0.2"},                // free for TCP
-	}}}
-	errs := mappingProblems(cfg, nil)
-	if len(errs) != 2 {
-		t.Fatalf("mappingProblems = %v, want 2 problems", errs)
-	}
-	for i, want := range []string{
-		"nodes[1].ports[0]: " + ln.Addr().String() + "/TCP is in use on this host: a listener on " + ln.Addr().String() + " (pid",
-		"nodes[1].ports[2]: 0.0.0.0:" + strconv.Itoa(udpPort) + "/UDP is in use",
-	} {
-		if !strings.Contains(errs[i].Error(), want) || !strings.Contains(errs[i].Error(), "choose another host_port") {
-			t.Errorf("problem %d = %v, want it to contain %q and the advice", i, errs[i], want)
-		}
-	}
-	if errs := mappingProblems(cfg, map[int]bool{os.Getpid(): true}); len(errs) != 0 {
-		t.Errorf("held by the cluster's own process: %v, want none", errs)
-	}
-}
-
 // TestHostPortsPortProxy: the port proxy's /healthz port is checked
 // before up when, and only when, a node publishes a port.
 func TestHostPortsPortProxy(t *testing.T) {
@@ -144,7 +103,7 @@ func TestHostPortsPortProxy(t *testing.T) {
 		if !withPorts {
 			cfg.NodeSpecs = nil
 		}
-		has := slices.ContainsFunc(hostPorts(t, testPlanOf(t, cfg)), func(hp plan.HostPort) bool {
+		has := slices.ContainsFunc(plantest.HostPorts(t, plantest.Of(t, cfg)), func(hp plan.HostPort) bool {
 			return hp.Component == "port-proxy (healthz)" && hp.Port == ppcomp.HealthzPort && hp.IP.String() == "10.61.0.1"
 		})
 		if has != withPorts {

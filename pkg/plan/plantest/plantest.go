@@ -1,0 +1,108 @@
+// Package plantest makes the fixed plans that the tests of the plan, of
+// preflight and of the live cluster share: the golden plans compared
+// with testdata/ and the plans the checks are tried on. Each names the
+// binaries under /BIN, the system's tools in their Debian paths, the
+// state dir /STATE and the images dir /IMAGES; none reads the host.
+package plantest
+
+import (
+	"testing"
+
+	"github.com/kubernix/kubernix/pkg/cgroup"
+	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/doctor"
+	"github.com/kubernix/kubernix/pkg/plan"
+	"github.com/kubernix/kubernix/pkg/release"
+)
+
+// kubernixBinaries are the binaries a cluster runs that kubernix builds.
+var kubernixBinaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "containerd", "registry"}
+
+// Facts are the host facts of Plan: a cgroup v1 (hybrid) host, the
+// kubernix binaries and the pause image under /BIN, runc, nft, unshare
+// and nsenter in their Debian paths, the CNI plugins in /usr/lib/cni.
+func Facts() doctor.Facts {
+	facts := doctor.Facts{Release: release.Default(),
+		Cgroups: cgroup.Layout{Mode: cgroup.Hybrid},
+		Paths:   map[string]string{},
+		CNIDir:  "/usr/lib/cni",
+	}
+	for _, b := range kubernixBinaries {
+		facts.Paths[b] = "/BIN/" + b
+	}
+	facts.Paths["runc"] = "/usr/sbin/runc"
+	facts.Paths["nft"] = "/usr/sbin/nft"
+	facts.Paths["unshare"] = "/usr/bin/unshare"
+	facts.Paths["nsenter"] = "/usr/bin/nsenter"
+	facts.Paths["pause"] = "/BIN/pause"
+	return facts
+}
+
+// Plan is the plan of cluster "golden" of nodes nodes on Facts, run by
+// the executor named (default: the config's default).
+func Plan(t testing.TB, nodes int, executor ...string) *plan.Plan {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Name = "golden"
+	cfg.Nodes = nodes
+	if len(executor) > 0 {
+		cfg.Executor = executor[0]
+	}
+	return Of(t, cfg)
+}
+
+// Of is the plan of cfg on Facts, resolved with its state dir /STATE.
+// A config plan.New refuses fails t.
+func Of(t testing.TB, cfg config.Config) *plan.Plan {
+	t.Helper()
+	cfg.StateDir = "/STATE"
+	cfg.Resolve()
+	cfg.StateDir = "/STATE"
+	pl, err := plan.New(cfg, Facts(), "/IMAGES", plan.Rootless{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pl
+}
+
+// Rootless is the plan of a 1-node rootless cluster "golden" with the
+// facts the doctor finds inside rootlesskit's namespaces on a cgroup v1
+// host, its cgroup parent the delegated /kubernix-1000.
+func Rootless(t testing.TB) *plan.Plan {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Name = "golden"
+	cfg.StateDir = "/STATE"
+	cfg.CgroupParent = "/kubernix-1000"
+	// What a rootless cluster of one node resolves to (EffectiveExecutor).
+	cfg.Executor = config.ExecutorProcess
+	cfg.Resolve()
+	cfg.StateDir = "/STATE"
+	facts := doctor.Facts{Release: release.Default(),
+		Mode:        doctor.ModeRootlessChild,
+		Cgroups:     cgroup.Layout{Mode: cgroup.Hybrid},
+		Paths:       map[string]string{},
+		CNIDir:      "/usr/lib/cni",
+		Snapshotter: doctor.SnapshotterOverlayfs,
+	}
+	for _, b := range kubernixBinaries {
+		facts.Paths[b] = "/BIN/" + b
+	}
+	facts.Paths["runc"] = "/usr/sbin/runc"
+	facts.Paths["nft"] = "/usr/sbin/nft"
+	pl, err := plan.New(cfg, facts, "/IMAGES", plan.Rootless{Enabled: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pl
+}
+
+// HostPorts is plan.HostPorts(pl); an error fails t.
+func HostPorts(t testing.TB, pl *plan.Plan) []plan.HostPort {
+	t.Helper()
+	ports, err := plan.HostPorts(pl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ports
+}
