@@ -334,7 +334,7 @@ func failures(p config.Paths, nodes []string) []string {
 
 // remains lists what of a cluster without a supervisor is left on the
 // host: live recorded processes, mounts below the state dir and the
-// claims in RunDir that name its state dir.
+// claims in config.RunDir that name its state dir.
 func remains(p config.Paths, name string) []string {
 	var out []string
 	for _, dir := range runDirs(p) {
@@ -349,7 +349,7 @@ func remains(p config.Paths, name string) []string {
 	return append(out, RunRecords(p, name)...)
 }
 
-// RunRecords lists the records in RunDir that name the cluster of name in
+// RunRecords lists the records in config.RunDir that name the cluster of name in
 // state dir p: its name claim (NamesDir) and the host namespaces claim
 // (HostNamespacesFile). Cleanup removes both; left behind, they say that
 // no down ran after the cluster's last up.
@@ -415,7 +415,7 @@ func CheckOwned(dir string) error {
 // refuses, removing nothing, when the state dir is not ours (CheckOwned),
 // when its supervisor runs, when something of it remains on the host
 // (a live recorded process, a mount below the state dir, a claim in
-// RunDir: see Inspect), or when the context merged into the user's
+// config.RunDir: see Inspect), or when the context merged into the user's
 // kubeconfig is still recorded (UserKubeconfigFile: down could not
 // remove it). A state dir that is already gone is no error.
 //

@@ -62,7 +62,7 @@ func ReadTimings(paths config.Paths) (Timings, error) {
 // mode), holding the state dir of the cluster that uses it. Host-wide
 // resources (the bridge, iptables chains, cgroups) are named after the
 // cluster name, so two clusters of one name would tear each other down.
-const NamesDir = RunDir + "/names"
+const NamesDir = config.RunDir + "/names"
 
 // NameFile is the claim file of cluster name under NamesDir.
 func NameFile(name string) string { return filepath.Join(NamesDir, name) }
@@ -72,7 +72,7 @@ func NameFile(name string) string { return filepath.Join(NamesDir, name) }
 // kube-proxy's nftables tables and its kubelet's device plugin directory
 // have fixed names there, so a second such cluster, or a kube-proxy of
 // other software (k3s, kubeadm), would share them and break both.
-const HostNamespacesFile = RunDir + "/host-namespaces"
+const HostNamespacesFile = config.RunDir + "/host-namespaces"
 
 // NameHolder returns the state dir that claims cluster name (NameFile),
 // "" when none does or the claim holds no absolute path.
@@ -203,9 +203,6 @@ const SuperAdmin = "super-admin"
 
 // SuperAdminKubeconfig is the path of the super-admin kubeconfig.
 func SuperAdminKubeconfig(paths config.Paths) string { return paths.Kubeconfig(SuperAdmin) }
-
-// RunDir holds kubernix's host-wide records (root mode): config.RunDir.
-const RunDir = config.RunDir
 
 // SupervisorScope and SupervisorName locate the supervisor's own run dir.
 const (
