@@ -382,6 +382,10 @@ func dial(ns netns.NsHandle, addr string) error {
 // cycle brings its pods back up (on a re-up the kubelet starts the pods
 // bound to its Node) and down again, as TestMultiNode's cycles did.
 func TestDownLeavesNothing(t *testing.T) {
+	requireIntegration(t, "start a cluster")
+	// Both sizes beside the package's other parallel tests: each cluster
+	// is its own (parallel), and the leak check looks for its own names.
+	t.Parallel()
 	cycles := 10
 	if v, err := strconv.Atoi(os.Getenv("KUBERNIX_E2E_CYCLES")); err == nil {
 		cycles = v

@@ -234,6 +234,7 @@ func runInstalled(t *testing.T, e *env, environ []string, lib string) {
 // PATH, as on Debian, has no /usr/sbin or /sbin, though iptables, nft and
 // ip are only there: up --detach, the node Ready, a pod runs, down.
 func TestRootlessUserPath(t *testing.T) {
+	rootlessParallel(t)
 	rc := newRootlessCluster(t, "kxisbin", "kxi-sb")
 	u := rc.u
 	u.path = "/usr/local/bin:/usr/bin:/bin"

@@ -72,7 +72,8 @@ func TestKubeconfigMalformed(t *testing.T) {
 // a different environment (no sudo, another $KUBECONFIG and $HOME),
 // removes the context from that same file, which keeps its owner and mode.
 func TestKubeconfigSudo(t *testing.T) {
-	e := newEnv(t, "kcfsudo", "10.64.0.0/16")
+	e := newEnv(t, "kcfsudo", "10.66.0.0/16")
+	e.parallel()
 	u := newTestUser(t, "kxkcfg")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -158,11 +159,17 @@ func newTestUser(t *testing.T, name string) testUser {
 			t.Skipf("integration test: %s is not installed (Debian: passwd)", b)
 		}
 	}
-	if _, err := user.Lookup(name); err == nil {
-		run(t, "userdel", "-r", "-f", name)
-	}
-	run(t, "useradd", "-m", "-s", "/bin/sh", name)
+	func() {
+		hostFiles.Lock() // useradd and userdel fail while another holds /etc/passwd
+		defer hostFiles.Unlock()
+		if _, err := user.Lookup(name); err == nil {
+			run(t, "userdel", "-r", "-f", name)
+		}
+		run(t, "useradd", "-m", "-s", "/bin/sh", name)
+	}()
 	t.Cleanup(func() {
+		hostFiles.Lock()
+		defer hostFiles.Unlock()
 		if out, err := exec.Command("userdel", "-r", "-f", name).CombinedOutput(); err != nil {
 			t.Logf("userdel %s: %v: %s", name, err, out)
 		}

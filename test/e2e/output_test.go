@@ -273,6 +273,7 @@ func checkKubeconfigVerb(ctx context.Context, t *testing.T, e *env, dir string) 
 // (rootlesskit's forward on 127.0.0.1), which the user's kubectl uses,
 // and --internal the bridge's; `down` removes the context from the file.
 func TestOutputRootless(t *testing.T) {
+	rootlessParallel(t)
 	rc := newRootlessCluster(t, "kxorl", "kxo-rl")
 	u, name := rc.u, rc.name
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
