@@ -87,9 +87,6 @@ func TestRootlesskitAPI(t *testing.T) {
 	cfg := portsConfig(config.ExecutorProcess)
 	cfg.Nodes = 1
 	cfg.NodeSpecs = cfg.NodeSpecs[1:]
-	cfg.StateDir = "/STATE"
-	cfg.Resolve()
-	cfg.StateDir = "/STATE"
 	const want = "--rootlesskit-api=/RK/api.sock"
 	for _, tt := range []struct {
 		name     string
@@ -101,11 +98,7 @@ func TestRootlesskitAPI(t *testing.T) {
 		{"root", plan.Rootless{StateDir: "/RK"}, false},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			pl, err := plan.New(cfg, plantest.Facts(), "/IMAGES", tt.rootless)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ds := describeByID(t, pl)
+			ds := describeByID(t, plantest.With(t, cfg, plantest.Facts(), tt.rootless))
 			for _, id := range []string{cloudcontroller.Name, ppcomp.Name} {
 				d, ok := ds[id]
 				if !ok {

@@ -15,9 +15,6 @@ import (
 	"github.com/kubernix/kubernix/pkg/release"
 )
 
-// kubernixBinaries are the binaries a cluster runs that kubernix builds.
-var kubernixBinaries = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "containerd", "registry"}
-
 // Facts are the host facts of Plan: a cgroup v1 (hybrid) host, the
 // kubernix binaries and the pause image under /BIN, runc, nft, unshare
 // and nsenter in their Debian paths, the CNI plugins in /usr/lib/cni.
@@ -27,7 +24,7 @@ func Facts() doctor.Facts {
 		Paths:   map[string]string{},
 		CNIDir:  "/usr/lib/cni",
 	}
-	for _, b := range kubernixBinaries {
+	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "containerd", "registry"} {
 		facts.Paths[b] = "/BIN/" + b
 	}
 	facts.Paths["runc"] = "/usr/sbin/runc"
@@ -51,14 +48,21 @@ func Plan(t testing.TB, nodes int, executor ...string) *plan.Plan {
 	return Of(t, cfg)
 }
 
-// Of is the plan of cfg on Facts, resolved with its state dir /STATE.
-// A config plan.New refuses fails t.
+// Of is the plan of cfg on Facts, run as root (With).
 func Of(t testing.TB, cfg config.Config) *plan.Plan {
+	t.Helper()
+	return With(t, cfg, Facts(), plan.Rootless{})
+}
+
+// With is the plan of cfg, resolved with its state dir /STATE, on facts,
+// rootless as told, its images in /IMAGES. A config plan.New refuses
+// fails t.
+func With(t testing.TB, cfg config.Config, facts doctor.Facts, rootless plan.Rootless) *plan.Plan {
 	t.Helper()
 	cfg.StateDir = "/STATE"
 	cfg.Resolve()
 	cfg.StateDir = "/STATE"
-	pl, err := plan.New(cfg, Facts(), "/IMAGES", plan.Rootless{})
+	pl, err := plan.New(cfg, facts, "/IMAGES", rootless)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,34 +71,22 @@ func Of(t testing.TB, cfg config.Config) *plan.Plan {
 
 // Rootless is the plan of a 1-node rootless cluster "golden" with the
 // facts the doctor finds inside rootlesskit's namespaces on a cgroup v1
-// host, its cgroup parent the delegated /kubernix-1000.
+// host (Facts without unshare, nsenter and the pause image, the
+// overlayfs snapshotter), its cgroup parent the delegated /kubernix-1000.
 func Rootless(t testing.TB) *plan.Plan {
 	t.Helper()
 	cfg := config.Default()
 	cfg.Name = "golden"
-	cfg.StateDir = "/STATE"
 	cfg.CgroupParent = "/kubernix-1000"
 	// What a rootless cluster of one node resolves to (EffectiveExecutor).
 	cfg.Executor = config.ExecutorProcess
-	cfg.Resolve()
-	cfg.StateDir = "/STATE"
-	facts := doctor.Facts{Release: release.Default(),
-		Mode:        doctor.ModeRootlessChild,
-		Cgroups:     cgroup.Layout{Mode: cgroup.Hybrid},
-		Paths:       map[string]string{},
-		CNIDir:      "/usr/lib/cni",
-		Snapshotter: doctor.SnapshotterOverlayfs,
+	facts := Facts()
+	facts.Mode = doctor.ModeRootlessChild
+	facts.Snapshotter = doctor.SnapshotterOverlayfs
+	for _, b := range []string{"unshare", "nsenter", "pause"} {
+		delete(facts.Paths, b)
 	}
-	for _, b := range kubernixBinaries {
-		facts.Paths[b] = "/BIN/" + b
-	}
-	facts.Paths["runc"] = "/usr/sbin/runc"
-	facts.Paths["nft"] = "/usr/sbin/nft"
-	pl, err := plan.New(cfg, facts, "/IMAGES", plan.Rootless{Enabled: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return pl
+	return With(t, cfg, facts, plan.Rootless{Enabled: true})
 }
 
 // HostPorts is plan.HostPorts(pl); an error fails t.
