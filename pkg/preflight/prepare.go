@@ -81,10 +81,12 @@ type Prepared struct {
 //     one that is taken moves, and the config is validated again);
 //   - what cfg changes in the cluster that ran before (ConfigChanges) must
 //     not need a new cluster (refuseNewCluster);
+//   - inside rootlesskit, the cluster's rootless record must be there: it
+//     says where rootlesskit runs (plan.Rootless);
 //   - the plan is made (plan.New), the components check their settings
 //     (CheckComponents), the addons' images must be there
 //     (checkAddonImages);
-//   - the host must take the cluster (preflight, checkName,
+//   - the host must take the cluster (preflight, CheckName,
 //     checkHostNamespaces; AsUser, the port mappings only).
 //
 // The error is the first check's that failed: config.ErrInvalid (exit 2)
