@@ -200,7 +200,7 @@ func hash8(name string) string {
 //   - processes: any whose command line or cwd mentions the state dir;
 //   - mounts: under the state dir (pods' network namespaces among them);
 //   - network namespaces in /run/netns that were not there when the test
-//     began (no other test of this package makes any);
+//     began, but the tests' own neighbours (newNeighbour);
 //   - links: the cluster bridge, CNI bridge and node veths (by name hash);
 //   - iptables: the cluster's KUBERNIX-* chains, and KUBE-* chains in the
 //     host namespace (process executor);
@@ -229,7 +229,7 @@ func (e *env) leftovers(nodes []string, hostKubeChains bool) []string {
 		}
 	}
 	for name := range runNetns() {
-		if !e.netnsBefore[name] {
+		if !e.netnsBefore[name] && !strings.HasPrefix(name, neighbourNetnsPrefix) {
 			out = append(out, "netns: /run/netns/"+name)
 		}
 	}

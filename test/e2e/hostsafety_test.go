@@ -10,6 +10,7 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -135,7 +136,7 @@ func TestHostSafety(t *testing.T) {
 // too, as the record of the killed run says they exist.
 func TestCleanupFollowsRecord(t *testing.T) {
 	e := newEnv(t, "e2e-rec", "10.214.0.0/16")
-	e.parallel()
+	e.parallelAt(weightLong)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	t.Cleanup(func() { e.kubernix(context.Background(), "down") })
@@ -298,16 +299,36 @@ func (s *service) mustAnswer(ctx context.Context, t *testing.T, what string) {
 
 // neighbour is a network namespace the test makes as a LAN neighbour
 // would be: a veth to the host (172.31.254.2/30, the host 172.31.254.1)
-// and a route for the cluster's range via the host.
+// and a route for the cluster's range via the host. Its namespace is
+// /run/netns/kxnb-<pid> (neighbourNetnsPrefix), which the leak check of
+// every cluster (env.leftovers) knows as the tests' own.
 type neighbour struct {
-	t    *testing.T
-	name string
-	ns   netns.NsHandle
+	t      *testing.T
+	name   string
+	ns     netns.NsHandle
+	remove func() // removes it and lets the next test make one; safe to call twice
 }
 
+// neighbourNetnsPrefix starts the name of a neighbour's namespace.
+const neighbourNetnsPrefix = "kxnb-"
+
+// neighbours makes the tests that run in parallel take turns with their
+// neighbour: each uses the same link names and addresses.
+var neighbours sync.Mutex
+
+// newNeighbour makes the neighbour of a cluster on cidr, once no other
+// test has one; it is removed with remove or at the end of t.
 func newNeighbour(t *testing.T, cidr string) *neighbour {
 	t.Helper()
-	n := &neighbour{t: t, name: "kxnb-" + strconv.Itoa(os.Getpid())}
+	neighbours.Lock()
+	n := &neighbour{t: t, name: neighbourNetnsPrefix + strconv.Itoa(os.Getpid()), ns: netns.None()}
+	n.remove = sync.OnceFunc(func() {
+		n.ns.Close()
+		_ = exec.Command("ip", "link", "del", "kxnbh0").Run()
+		_ = exec.Command("ip", "netns", "del", n.name).Run()
+		neighbours.Unlock()
+	})
+	t.Cleanup(n.remove)
 	run(t, "ip", "netns", "add", n.name)
 	run(t, "ip", "link", "add", "kxnbh0", "type", "veth", "peer", "name", "kxnbn0", "netns", n.name)
 	run(t, "ip", "addr", "add", "172.31.254.1/30", "dev", "kxnbh0")
@@ -338,16 +359,9 @@ func newNeighbour(t *testing.T, cidr string) *neighbour {
 		}
 	}()
 	if err := dial(ns, l.Addr().String()); err != nil {
-		n.remove()
 		t.Fatalf("the neighbour cannot reach the host at %s: %v", l.Addr(), err)
 	}
 	return n
-}
-
-func (n *neighbour) remove() {
-	n.ns.Close()
-	_ = exec.Command("ip", "link", "del", "kxnbh0").Run()
-	_ = exec.Command("ip", "netns", "del", n.name).Run()
 }
 
 // dial opens a TCP connection to addr from network namespace ns (the
@@ -393,7 +407,7 @@ func TestDownLeavesNothing(t *testing.T) {
 	for _, nodes := range []int{1, 3} {
 		t.Run(fmt.Sprintf("%d nodes", nodes), func(t *testing.T) {
 			e := newEnv(t, fmt.Sprintf("e2e-leak%d", nodes), fmt.Sprintf("10.%d.0.0/16", 220+nodes), "--nodes", strconv.Itoa(nodes))
-			e.parallel() // the two sizes side by side
+			e.parallelAt(weightLongest) // the two sizes side by side, before the others
 			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 			defer cancel()
 			t.Cleanup(func() { e.kubernix(context.Background(), "down") })

@@ -37,7 +37,7 @@ import (
 // node, a corrupt one refused without leftovers).
 func TestImages(t *testing.T) {
 	e := newEnv(t, "e2e-images", "10.203.0.0/16", "--nodes", "2")
-	e.parallel()
+	e.parallelAt(weightLongest)
 	nodes := []string{"e2e-images-node-0", "e2e-images-node-1"}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -292,13 +292,34 @@ type testImg struct {
 	digest string // as containerd names it after import: the manifest's
 }
 
-// testImageBase is the built-in agnhost image (busybox tools, so a pod can
-// cat a file), read from the images `make images` built.
+// testImageBase is the base of the tests' own images: the built-in busybox
+// image (sh, cat), read from the images `make images` built (beside the
+// bin dir), made to run as agnhost's pause does, whatever its arguments
+// (pausePod's "pause"): it sleeps until SIGTERM. It is 2 MiB where agnhost
+// is 200: writing, pushing and importing each test image costs the
+// machine next to nothing.
 func testImageBase(t *testing.T, e *env) v1.Image {
 	t.Helper()
-	img, err := tarball.ImageFromPath(filepath.Join(e.binDir, "..", "images", "agnhost.tar"), nil)
+	return testImageBaseIn(t, e.binDir)
+}
+
+// testImageBaseIn is testImageBase for the bin dir binDir.
+func testImageBaseIn(t *testing.T, binDir string) v1.Image {
+	t.Helper()
+	img, err := tarball.ImageFromPath(filepath.Join(binDir, "..", "images", "busybox.tar"), nil)
 	if err != nil {
-		t.Fatalf("read the built-in agnhost image (make images): %v", err)
+		t.Fatalf("read the built-in busybox image (make images): %v", err)
+	}
+	cfg, err := img.ConfigFile()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cfg.Config.DeepCopy()
+	c.Entrypoint = []string{"/bin/sh", "-c", "trap 'exit 0' TERM; sleep 2147483647 & wait", "sh"}
+	c.Cmd = nil
+	img, err = mutate.Config(img, *c)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return img
 }

@@ -52,6 +52,7 @@ func makeIn(t *testing.T, args ...string) (string, int) {
 // `make uninstall` removes every file it installed.
 func TestInstall(t *testing.T) {
 	e := newEnv(t, "kxi-inst", "10.171.0.0/16")
+	e.parallel() // its up passes the registry port parallel gave (e.extra)
 	out := filepath.Dir(e.binDir)
 	if _, code := makeIn(t, "-q", "OUT="+out, "bins", "build"); code != 0 {
 		t.Skipf("integration test: the binaries in %s are older than the sources; run `make bins build images` first (the test installs what is built, it does not build)", out)
@@ -189,7 +190,7 @@ func runInstalled(t *testing.T, e *env, environ []string, lib string) {
 			t.Logf("cleanup down exited %d:\n%s", code, out)
 		}
 	})
-	if out, code := run(append([]string{"up", "--detach", "--cidr", e.cidr}, cluster...)...); code != 0 {
+	if out, code := run(append(append([]string{"up", "--detach", "--cidr", e.cidr}, cluster...), e.extra...)...); code != 0 {
 		log, _ := os.ReadFile(filepath.Join(e.stateDir, "logs", "supervisor", "supervisor.log"))
 		t.Fatalf("installed kubernix up --detach exited %d:\n%s\nsupervisor log:\n%s", code, out, log)
 	} else {

@@ -32,7 +32,7 @@ import (
 // until the test kills the supervisor that holds it.
 func TestKubeconfigStaleLock(t *testing.T) {
 	first := newEnv(t, "kxlock1", "10.132.0.0/16")
-	first.parallel()
+	first.parallelAt(weightLong)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	kubeconfig := first.kubeconfig

@@ -51,6 +51,7 @@ spec:
 // keeps every address (they live in the statuses). down leaves nothing.
 func TestLoadBalancer(t *testing.T) {
 	e := newEnv(t, "lb-e2e", lbCIDR, "--nodes", "2")
+	e.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	e.downOnCleanup()

@@ -21,7 +21,7 @@ const mirrorCIDR = "10.160.0.0/16"
 // kubernix rendered for it and keeps the registry's own.
 func TestRegistryMirror(t *testing.T) {
 	e := newEnv(t, "kxh-mirror", mirrorCIDR, "--nodes", "2")
-	e.parallel()
+	e.parallelAt(weightLong)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	e.mustKubernix(ctx, "up", "--detach", "--registry-mirrors", "registry.k8s.io")

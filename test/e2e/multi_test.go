@@ -24,7 +24,7 @@ import (
 // TestDownLeavesNothing's.
 func TestMultiNode(t *testing.T) {
 	e := newEnv(t, "e2e-multi", "10.204.0.0/16", "--nodes", "3")
-	e.parallel()
+	e.parallelAt(weightLong)
 	nodes := []string{"e2e-multi-node-0", "e2e-multi-node-1", "e2e-multi-node-2"}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()

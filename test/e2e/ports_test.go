@@ -12,26 +12,40 @@ import (
 	"time"
 )
 
-// The ports tests' cluster range, host ports (28000-28999) and node ports.
+// The ports tests' cluster range and pod.
 const (
-	portsCIDR        = "10.183.0.0/16"
-	portsNodePortTCP = "127.0.0.1:28080" // -> node 1's NodePort 31080
-	portsHostPortTCP = "127.0.0.1:28081" // -> node 1's hostPort 28180 (TCP)
-	portsHostPortUDP = "127.0.0.1:28082" // -> node 1's hostPort 28181 (UDP)
-	portsPod         = "ports-hp"
+	portsCIDR = "10.183.0.0/16"
+	portsPod  = "ports-hp"
 )
 
-// portsConfig is the cluster file: two nodes, the second (node-1)
-// publishing a NodePort and a pod's TCP and UDP hostPorts on 127.0.0.1.
-const portsConfig = `[[nodes]]
+// published are the host addresses (host:port) a ports test's node
+// publishes: its NodePort 31080 (TCP) and the pod's hostPorts 28180 (TCP,
+// HTTP) and 28181 (UDP). Each test has its own (host ports 28000-28999),
+// so they run side by side.
+type published struct {
+	nodePortTCP, hostPortTCP, hostPortUDP string
+}
+
+// rootPorts are TestPorts' host ports; rootlessPorts TestPortsRootless'.
+var (
+	rootPorts     = published{"127.0.0.1:28080", "127.0.0.1:28081", "127.0.0.1:28082"}
+	rootlessPorts = published{"127.0.0.1:28085", "127.0.0.1:28086", "127.0.0.1:28087"}
+)
+
+// config is the cluster file: two nodes, the second (node-1) publishing
+// p's NodePort and the pod's TCP and UDP hostPorts on 127.0.0.1.
+func (p published) config() string {
+	port := func(addr string) string { _, port, _ := net.SplitHostPort(addr); return port }
+	return fmt.Sprintf(`[[nodes]]
 
 [[nodes]]
 ports = [
-  { node_port = 31080, host_port = 28080 },
-  { node_port = 28180, host_port = 28081 },
-  { node_port = 28181, host_port = 28082, protocol = "UDP" },
+  { node_port = 31080, host_port = %s },
+  { node_port = 28180, host_port = %s },
+  { node_port = 28181, host_port = %s, protocol = "UDP" },
 ]
-`
+`, port(p.nodePortTCP), port(p.hostPortTCP), port(p.hostPortUDP))
+}
 
 // portsManifest is agnhost netexec on node-1 with hostPorts 28180/TCP
 // (HTTP) and 28181/UDP, and a NodePort Service (31080) of it.
@@ -80,27 +94,27 @@ func writePortsConfig(t *testing.T, content string) string {
 // the host ports are free; after a SIGKILL of the supervisor and down as
 // well.
 func TestPorts(t *testing.T) {
-	e := newEnv(t, "kxp-e2e", portsCIDR, "--nodes", "2", "--config", writePortsConfig(t, portsConfig))
+	e := newEnv(t, "kxp-e2e", portsCIDR, "--nodes", "2", "--config", writePortsConfig(t, rootPorts.config()))
 	e.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	node1 := e.name + "-node-1"
 	if out := e.mustKubernix(ctx, "up", "--dry-run"); !strings.Contains(out, "== port-proxy") ||
-		!strings.Contains(out, portsHostPortUDP+"/UDP -> 10.183.0.3:28181") {
+		!strings.Contains(out, rootPorts.hostPortUDP+"/UDP -> 10.183.0.3:28181") {
 		t.Errorf("up --dry-run does not show the port proxy and its ports:\n%s", out)
 	}
 	e.downOnCleanup()
 	t.Logf("up:\n%s", e.mustKubernix(ctx, "up", "--detach"))
 	status := e.mustKubernix(ctx, "status")
-	for _, want := range []string{"port " + portsNodePortTCP + "/TCP -> node " + node1 + " port 31080",
-		"port " + portsHostPortUDP + "/UDP -> node " + node1 + " port 28181"} {
+	for _, want := range []string{"port " + rootPorts.nodePortTCP + "/TCP -> node " + node1 + " port 31080",
+		"port " + rootPorts.hostPortUDP + "/UDP -> node " + node1 + " port 28181"} {
 		if !strings.Contains(status, want) {
 			t.Errorf("status lacks %q:\n%s", want, status)
 		}
 	}
 	e.apply(ctx, portsManifest(node1))
 	e.mustKubectl(ctx, "wait", "--for=condition=Ready", "pod/"+portsPod, "--timeout=120s")
-	reachAll(ctx, t, "first up")
+	rootPorts.reachAll(ctx, t, "first up")
 
 	// The supervisor restarts a port proxy that dies.
 	pidFile := filepath.Join(e.stateDir, "run", "control-plane", "port-proxy", "pid")
@@ -109,30 +123,30 @@ func TestPorts(t *testing.T) {
 		t.Fatal(err)
 	}
 	waitGone(t, proxy)
-	reachAll(ctx, t, "port proxy killed")
+	rootPorts.reachAll(ctx, t, "port proxy killed")
 	if again := readPid(t, pidFile); again == proxy {
 		t.Errorf("the port proxy answers as pid %d, the one killed", again)
 	}
 
 	e.mustKubernix(ctx, "down")
-	portsFree(t, "after down")
+	rootPorts.free(t, "after down")
 
 	e.mustKubernix(ctx, "up", "--detach")
 	e.apply(ctx, portsManifest(node1))
 	e.mustKubectl(ctx, "wait", "--for=condition=Ready", "pod/"+portsPod, "--timeout=120s")
-	reachAll(ctx, t, "second up")
+	rootPorts.reachAll(ctx, t, "second up")
 	e.killSupervisor(t)
 	e.mustKubernix(ctx, "down")
-	portsFree(t, "after SIGKILL of the supervisor and down")
+	rootPorts.free(t, "after SIGKILL of the supervisor and down")
 	if left := e.leftovers([]string{e.name + "-node-0", node1}, false); len(left) > 0 {
 		t.Errorf("down left:\n%s", strings.Join(left, "\n"))
 	}
 }
 
-// reachAll checks that each published port reaches the pod from the host.
-func reachAll(ctx context.Context, t *testing.T, when string) {
+// reachAll checks that each of p reaches the pod from the host.
+func (p published) reachAll(ctx context.Context, t *testing.T, when string) {
 	t.Helper()
-	for _, addr := range []string{portsNodePortTCP, portsHostPortTCP} {
+	for _, addr := range []string{p.nodePortTCP, p.hostPortTCP} {
 		eventually(t, 60*time.Second, when+": GET http://"+addr+"/hostname", func() error {
 			body, err := httpGet(ctx, "http://"+addr+"/hostname")
 			if err == nil && body != portsPod {
@@ -141,8 +155,8 @@ func reachAll(ctx context.Context, t *testing.T, when string) {
 			return err
 		})
 	}
-	eventually(t, 60*time.Second, when+": UDP hostname to "+portsHostPortUDP, func() error {
-		c, err := net.Dial("udp", portsHostPortUDP)
+	eventually(t, 60*time.Second, when+": UDP hostname to "+p.hostPortUDP, func() error {
+		c, err := net.Dial("udp", p.hostPortUDP)
 		if err != nil {
 			return err
 		}
@@ -160,10 +174,10 @@ func reachAll(ctx context.Context, t *testing.T, when string) {
 	})
 }
 
-// portsFree fails t unless every published host port can be bound again.
-func portsFree(t *testing.T, when string) {
+// free fails t unless every host port of p can be bound again.
+func (p published) free(t *testing.T, when string) {
 	t.Helper()
-	for _, addr := range []string{portsNodePortTCP, portsHostPortTCP} {
+	for _, addr := range []string{p.nodePortTCP, p.hostPortTCP} {
 		ln, err := net.Listen("tcp", addr)
 		if err != nil {
 			t.Errorf("%s: TCP %s is still taken: %v", when, addr, err)
@@ -171,9 +185,9 @@ func portsFree(t *testing.T, when string) {
 		}
 		ln.Close()
 	}
-	pc, err := net.ListenPacket("udp", portsHostPortUDP)
+	pc, err := net.ListenPacket("udp", p.hostPortUDP)
 	if err != nil {
-		t.Errorf("%s: UDP %s is still taken: %v", when, portsHostPortUDP, err)
+		t.Errorf("%s: UDP %s is still taken: %v", when, p.hostPortUDP, err)
 		return
 	}
 	pc.Close()
@@ -217,14 +231,16 @@ func TestPortsInUse(t *testing.T) {
 // rootlesskit's namespaces), the node's NodePort and its pod's TCP and
 // UDP hostPorts are published on the host's 127.0.0.1 through
 // rootlesskit's port driver, reached from the host; after down the host
-// ports are free.
+// ports are free. Its host ports are its own (rootlessPorts), so it runs
+// beside TestPorts.
 func TestPortsRootless(t *testing.T) {
+	rootlessParallel(t)
 	rc := newRootlessCluster(t, "kxprl", "kxp-rl")
 	u, name := rc.u, rc.name
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	files := map[string]string{
-		"cluster.toml": strings.Replace(portsConfig, "[[nodes]]\n\n", "", 1), // node-0 publishes
+		"cluster.toml": strings.Replace(rootlessPorts.config(), "[[nodes]]\n\n", "", 1), // node-0 publishes
 		"ports.yaml":   portsManifest(name + "-node-0"),
 	}
 	for f, content := range files {
@@ -239,9 +255,9 @@ func TestPortsRootless(t *testing.T) {
 	}
 	u.mustKubectl(ctx, rc.kctx, "apply", "-f", filepath.Join(u.home, "ports.yaml"))
 	u.mustKubectl(ctx, rc.kctx, "wait", "--for=condition=Ready", "pod/"+portsPod, "--timeout=120s")
-	reachAll(ctx, t, "rootless")
+	rootlessPorts.reachAll(ctx, t, "rootless")
 	if out, code := u.kubernix(ctx, "down", "--name", name); code != 0 {
 		t.Fatalf("down exited %d:\n%s", code, out)
 	}
-	portsFree(t, "rootless, after down")
+	rootlessPorts.free(t, "rootless, after down")
 }

@@ -24,7 +24,7 @@ import (
 func TestReconfigure(t *testing.T) {
 	const cidr, otherCIDR = "10.184.0.0/16", "10.185.0.0/16"
 	e := newEnv(t, "kxr-e2e", cidr)
-	e.parallel()
+	e.parallelAt(weightLong)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	t.Cleanup(func() { e.kubernix(context.Background(), "down") })
@@ -145,8 +145,12 @@ func TestReconfigureRootless(t *testing.T) {
 	rc := newRootlessCluster(t, "kxrreconf", "kxr-rl")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
+	// A port of its own: the default 6443 may be taken, between two ups,
+	// by a rootless cluster of a test running beside it, and the port
+	// that up then picks is a change it lists.
 	up := func(addons string) (string, int) {
-		return rc.u.kubernix(ctx, "up", "--detach", "--name", rc.name, "--cidr", "10.184.0.0/16", "--addons", addons)
+		return rc.u.kubernix(ctx, "up", "--detach", "--name", rc.name, "--cidr", "10.184.0.0/16",
+			"--apiserver-port", "26443", "--addons", addons)
 	}
 	if out, code := up("coredns"); code != 0 {
 		t.Fatalf("up exited %d:\n%s", code, out)

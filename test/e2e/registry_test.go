@@ -19,7 +19,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/authn"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 	"github.com/pelletier/go-toml/v2"
 
 	"github.com/kubernix/kubernix/pkg/images"
@@ -37,7 +36,7 @@ const registryCIDR = "10.166.0.0/16"
 // on both nodes run (Always asks the registry again).
 func TestRegistry(t *testing.T) {
 	e := newEnv(t, "rg-e2e", registryCIDR, "--nodes", "2")
-	e.parallel()
+	e.parallelAt(weightLong)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	e.mustKubernix(ctx, "up", "--detach")
@@ -124,11 +123,7 @@ func TestRegistryRootless(t *testing.T) {
 	}
 	port := registryPort(t, state)
 	ref := fmt.Sprintf("localhost:%d/e2e/app:rootless", port)
-	base, err := tarball.ImageFromPath(filepath.Join(u.binDir, "..", "images", "agnhost.tar"), nil)
-	if err != nil {
-		t.Fatalf("read the built-in agnhost image (make images): %v", err)
-	}
-	img := testImage(t, base, ref, "rootless")
+	img := testImage(t, testImageBaseIn(t, u.binDir), ref, "rootless")
 	if err := remote.Write(mustTag(t, ref), img.img); !isUnauthorized(err) {
 		t.Errorf("push to %s without the account: %v, want 401 Unauthorized", ref, err)
 	}
@@ -329,8 +324,8 @@ func registryPort(t *testing.T, stateDir string) int {
 // podPulling is a pod running ref on node with imagePullPolicy: Always.
 func podPulling(pod, node, ref string) string { return pausePod(pod, node, ref, "Always") }
 
-// pausePod is a pod on node running image (agnhost's pause, for images
-// built on agnhost) with the pull policy.
+// pausePod is a pod on node running image (agnhost's pause, or for the
+// tests' own images, testImageBase's sleep) with the pull policy.
 func pausePod(pod, node, image, pullPolicy string) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Pod

@@ -119,6 +119,7 @@ var rootlessUps sync.Mutex
 func rootlessParallel(t *testing.T) {
 	t.Helper()
 	t.Parallel()
+	slots.acquire(t, weightDefault)
 }
 
 // addSubIDs grants the user 65536 subordinate uids and gids from a range

@@ -120,6 +120,7 @@ func sharedCluster(t *testing.T) *env {
 	t.Helper()
 	binDir := requireIntegration(t, "start a cluster")
 	t.Parallel()
+	slots.acquire(t, weightDefault)
 	s := sharedRoot
 	s.mu.Lock()
 	if s.env == nil && s.err == nil {
@@ -245,7 +246,7 @@ func (s *shared) close() error {
 }
 
 // parallel lets the test of e run beside the package's other parallel
-// tests (at most -parallel at once, after every sequential test). Only a
+// tests (as many at once as slots allows, after every sequential test). Only a
 // test with a cluster of its own (container executor) that neither changes
 // nor checks anything host-wide that another cluster touches (sysctls,
 // named network namespaces, fixed host ports, root's list of clusters)
@@ -254,11 +255,19 @@ func (s *shared) close() error {
 // one, and its name and CIDR must not be another running test's (claim).
 func (e *env) parallel() {
 	e.t.Helper()
+	e.parallelAt(weightDefault)
+}
+
+// parallelAt is parallel for a test of the given weight: the heavier
+// start first (see slots).
+func (e *env) parallelAt(weight int) {
+	e.t.Helper()
 	if !slices.Contains(e.extra, "--registry-port") && !configSetsRegistryPort(e.t, e.extra) {
 		e.extra = append(e.extra, "--registry-port", strconv.Itoa(int(nextRegistryPort.Add(1))))
 	}
 	if _, done := parallelTests.LoadOrStore(e.t, true); !done {
 		e.t.Parallel()
+		slots.acquire(e.t, weight)
 	}
 	claims.take(e.t, e.name, e.cidr)
 }

@@ -164,7 +164,7 @@ func (c *storageCluster) deleteAll(ctx context.Context, vols []volume) {
 // directories and PVs; down leaves nothing behind.
 func TestStorage(t *testing.T) {
 	e := newEnv(t, "e2e-storage", "10.161.0.0/16", "--nodes", "2")
-	e.parallel()
+	e.parallelAt(weightLong)
 	nodes := []string{"e2e-storage-node-0", "e2e-storage-node-1"}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
