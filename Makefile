@@ -64,15 +64,18 @@ $(BIN)/crictl: assets/versions.env
 		sigs.k8s.io/cri-tools/cmd/crictl@$(CRICTL_VERSION)
 	touch $@
 
-$(BIN)/coredns: assets/versions.env
-	GOBIN=$(BIN) $(GO) install -ldflags '-s -w' github.com/coredns/coredns@$(COREDNS_VERSION)
-	touch $@
+# CoreDNS and local-path-provisioner are tools of the bundle module
+# (bundle/go.mod, at the versions of assets/versions.env; a unit test holds
+# the two equal): their Kubernetes libraries are the bundle's v1.37.2, which
+# they accept without lifting any module the Kubernetes binaries are built
+# from, so a cold build compiles client-go and k8s.io/api once rather than
+# once per component.
+$(BIN)/coredns: $(BUNDLE_DEPS)
+	cd bundle && $(GO) build -ldflags '-s -w' -o $@ github.com/coredns/coredns
 
-LOCAL_PATH_PKG := github.com/rancher/local-path-provisioner
-$(BIN)/local-path-provisioner: assets/versions.env
-	GOBIN=$(BIN) $(GO) install -ldflags '-s -w -X main.VERSION=$(LOCAL_PATH_PROVISIONER_VERSION)' \
-		$(LOCAL_PATH_PKG)@$(LOCAL_PATH_PROVISIONER_VERSION)
-	touch $@
+$(BIN)/local-path-provisioner: $(BUNDLE_DEPS)
+	cd bundle && $(GO) build -ldflags '-s -w -X main.VERSION=$(LOCAL_PATH_PROVISIONER_VERSION)' \
+		-o $@ github.com/rancher/local-path-provisioner
 
 REGISTRY_PKG := github.com/distribution/distribution/v3
 $(BIN)/registry: assets/versions.env
@@ -82,6 +85,9 @@ $(BIN)/registry: assets/versions.env
 
 # Its version where upstream's Makefile puts it (client-go's pkg/version).
 METRICS_SERVER_LDFLAGS := -s -w -X k8s.io/client-go/pkg/version.gitVersion=$(METRICS_SERVER_VERSION)
+# Not a tool of the bundle: built against k8s.io/apiserver v0.37.2 it panics
+# at start (its generated OpenAPI definitions no longer match), so it keeps
+# its own module graph.
 $(BIN)/metrics-server: assets/versions.env
 	GOBIN=$(BIN) $(GO) install -ldflags '$(METRICS_SERVER_LDFLAGS)' \
 		sigs.k8s.io/metrics-server/cmd/metrics-server@$(METRICS_SERVER_VERSION)
