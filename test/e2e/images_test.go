@@ -46,7 +46,7 @@ func TestImages(t *testing.T) {
 	if err := os.MkdirAll(folder, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	base := testImageBase(t, e)
+	base := testImageBase(t, e.binDir)
 
 	early := testImage(t, base, "example.test/early:v1", "early")
 	dropImage(t, folder, "early.tar", early)
@@ -293,18 +293,12 @@ type testImg struct {
 }
 
 // testImageBase is the base of the tests' own images: the built-in busybox
-// image (sh, cat), read from the images `make images` built (beside the
-// bin dir), made to run as agnhost's pause does, whatever its arguments
-// (pausePod's "pause"): it sleeps until SIGTERM. It is 2 MiB where agnhost
-// is 200: writing, pushing and importing each test image costs the
-// machine next to nothing.
-func testImageBase(t *testing.T, e *env) v1.Image {
-	t.Helper()
-	return testImageBaseIn(t, e.binDir)
-}
-
-// testImageBaseIn is testImageBase for the bin dir binDir.
-func testImageBaseIn(t *testing.T, binDir string) v1.Image {
+// image (sh, cat), read from the images `make images` built beside binDir,
+// made to run as agnhost's pause does, whatever its arguments (pausePod's
+// "pause"): it sleeps until SIGTERM. It is 2 MiB where agnhost is 200:
+// writing, pushing and importing each test image costs the machine next
+// to nothing.
+func testImageBase(t *testing.T, binDir string) v1.Image {
 	t.Helper()
 	img, err := tarball.ImageFromPath(filepath.Join(binDir, "..", "images", "busybox.tar"), nil)
 	if err != nil {

@@ -36,7 +36,7 @@ func TestRegistryMirror(t *testing.T) {
 		t.Fatalf("up --registry-mirrors registry.k8s.io rendered no mirror hosts.toml: %v", err)
 	}
 
-	img := testImage(t, testImageBase(t, e), fmt.Sprintf("localhost:%d/e2e-test-images/agnhost:2.55", port), "mirrored")
+	img := testImage(t, testImageBase(t, e.binDir), fmt.Sprintf("localhost:%d/e2e-test-images/agnhost:2.55", port), "mirrored")
 	pushImage(t, img, e.registryLogin(ctx))
 	e.runPulled(ctx, nodes, "registry.k8s.io/e2e-test-images/agnhost:2.55", img.digest)
 

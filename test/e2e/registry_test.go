@@ -42,7 +42,7 @@ func TestRegistry(t *testing.T) {
 	e.mustKubernix(ctx, "up", "--detach")
 	t.Cleanup(func() { e.kubernix(context.Background(), "down") })
 	nodes := []string{e.name + "-node-0", e.name + "-node-1"}
-	base := testImageBase(t, e)
+	base := testImageBase(t, e.binDir)
 
 	ref := fmt.Sprintf("localhost:%d/e2e/app:v1", e.registryPort())
 	auth := e.registryLogin(ctx)
@@ -123,7 +123,7 @@ func TestRegistryRootless(t *testing.T) {
 	}
 	port := registryPort(t, state)
 	ref := fmt.Sprintf("localhost:%d/e2e/app:rootless", port)
-	img := testImage(t, testImageBaseIn(t, u.binDir), ref, "rootless")
+	img := testImage(t, testImageBase(t, u.binDir), ref, "rootless")
 	if err := remote.Write(mustTag(t, ref), img.img); !isUnauthorized(err) {
 		t.Errorf("push to %s without the account: %v, want 401 Unauthorized", ref, err)
 	}
@@ -178,7 +178,7 @@ func TestRegistryOwnerPushes(t *testing.T) {
 	checkRegistryAnswers(t, "uid 65534", nobodyCurl, nodeURL, localURL)
 
 	ref := fmt.Sprintf("localhost:%d/e2e/owned:v1", port)
-	img := testImage(t, testImageBase(t, e), ref, "owned")
+	img := testImage(t, testImageBase(t, e.binDir), ref, "owned")
 	if err := remote.Write(mustTag(t, ref), img.img); !isUnauthorized(err) {
 		t.Errorf("push to %s without the account: %v, want 401 Unauthorized", ref, err)
 	}

@@ -51,8 +51,7 @@ type scheduler struct {
 	waiting  []*slotWait
 	lastAsk  time.Time
 	dispatch *time.Timer // pending hand-out, nil when none
-	holders  map[*testing.T]bool
-	asked    int // how many waits began, for their order
+	asked    int         // how many waits began, for their order
 }
 
 // slotWait is a test waiting for a slot; ready is closed when it has one.
@@ -63,28 +62,16 @@ type slotWait struct {
 }
 
 func newScheduler(n int) *scheduler {
-	return &scheduler{free: n, holders: map[*testing.T]bool{}}
+	return &scheduler{free: n}
 }
 
 // acquire blocks t until it holds a slot, which it gives back when it
-// ends (t.Cleanup). A test that holds one already (a second cluster of
-// the same test) gets no second.
+// ends (t.Cleanup). Each test asks once, right after t.Parallel (which
+// panics when called twice), through parallelAt, sharedCluster or
+// rootlessParallel.
 func (s *scheduler) acquire(t *testing.T, weight int) {
 	t.Helper()
-	s.mu.Lock()
-	held := s.holders[t]
-	s.holders[t] = true
-	s.mu.Unlock()
-	if held {
-		return
-	}
-	release := s.wait(weight)
-	t.Cleanup(func() {
-		s.mu.Lock()
-		delete(s.holders, t)
-		s.mu.Unlock()
-		release()
-	})
+	t.Cleanup(s.wait(weight))
 }
 
 // wait blocks until the caller holds a slot and returns what gives it
