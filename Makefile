@@ -27,7 +27,7 @@ UPSTREAM   := $(BIN)/kube $(BIN)/kubectl $(BIN)/agnhost $(BIN)/containerd \
 	$(BIN)/local-path-provisioner $(BIN)/registry $(BIN)/metrics-server
 KUBERNIX_SRC := $(shell find cmd pkg assets images -type f 2>/dev/null) go.mod go.sum
 
-.PHONY: all deps bins images build install uninstall up down test unit e2e bench doctor clean fmt vet vet-bundle \
+.PHONY: all deps bins images build install uninstall up down test unit e2e soak bench doctor clean fmt vet vet-bundle \
 	conformance conformance-bins
 
 all: build
@@ -187,6 +187,15 @@ e2e: deps bins images build $(GOTESTSUM)
 
 # Every test: vet, the unit tests, then the integration tests.
 test: vet unit e2e
+
+# `make soak [CYCLES=10]`: TestDownLeavesNothing's up and down cycles
+# (three in `make test`) CYCLES times for each size, for the leaks that
+# show only now and then. Not part of `make test`: about 15 minutes.
+CYCLES ?= 10
+soak: deps bins images build $(GOTESTSUM)
+	KUBERNIX_BIN_DIR=$(BIN) KUBERNIX_IMAGES_DIR=$(IMAGES) KUBERNIX_E2E_CYCLES=$(CYCLES) \
+		$(GOTESTSUM) --format testname --format-icons text -- \
+		-count=1 -timeout 60m -run '^TestDownLeavesNothing$$' ./test/e2e
 
 # `make conformance [FOCUS=regex] [SKIP=regex] [PROCS=8]` (issue #16) runs
 # upstream's [Conformance] specs offline on a 3-node cluster and writes the

@@ -151,7 +151,8 @@ func TestRegistryRootless(t *testing.T) {
 	checkRegistryAnswers(t, "a pod", podCurl, nodeURL, "")
 }
 
-// TestRegistryOwnerPushes checks issue 23 (item 2) on a 1-node cluster:
+// TestRegistryOwnerPushes checks issue 23 (item 2) on the shared cluster
+// (its first node, a repository of its own, e2e/owned):
 // the address the nodes pull from (the server of their hosts.toml, on the
 // bridge) serves pulls to a pod and to a local user (uid 65534) and
 // refuses them a blob upload and a manifest delete; 127.0.0.1 refuses
@@ -159,13 +160,10 @@ func TestRegistryRootless(t *testing.T) {
 // of the host's root alike; the owner, logged in with `kubernix registry
 // login`, pushes, and the image runs with imagePullPolicy: Always.
 func TestRegistryOwnerPushes(t *testing.T) {
-	e := newEnv(t, "rg-e2e-owner", "10.168.0.0/16")
-	e.parallel()
+	e := sharedCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	e.downOnCleanup()
-	e.mustKubernix(ctx, "up", "--detach")
-	node := e.name + "-node-0"
+	node := sharedRoot.nodeNames()[0]
 	port := e.registryPort()
 	nodeURL := nodesRegistryURL(t, e.stateDir, port)
 	localURL := fmt.Sprintf("http://127.0.0.1:%d", port)
@@ -325,11 +323,12 @@ func registryPort(t *testing.T, stateDir string) int {
 func podPulling(pod, node, ref string) string { return pausePod(pod, node, ref, "Always") }
 
 // pausePod is a pod on node running image (agnhost's pause, or for the
-// tests' own images, testImageBase's sleep) with the pull policy.
+// tests' own images, testImageBase's sleep) with the pull policy, in the
+// namespace of the kubectl that applies it.
 func pausePod(pod, node, image, pullPolicy string) string {
 	return fmt.Sprintf(`apiVersion: v1
 kind: Pod
-metadata: {name: %s, namespace: default}
+metadata: {name: %s}
 spec:
   nodeName: %s
   terminationGracePeriodSeconds: 1

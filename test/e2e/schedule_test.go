@@ -71,7 +71,10 @@ func newScheduler(n int) *scheduler {
 // rootlessParallel.
 func (s *scheduler) acquire(t *testing.T, weight int) {
 	t.Helper()
-	t.Cleanup(s.wait(weight))
+	asked := time.Now()
+	release := s.wait(weight)
+	t.Logf("kubernix-e2e: slot after %s", time.Since(asked).Round(time.Second))
+	t.Cleanup(release)
 }
 
 // wait blocks until the caller holds a slot and returns what gives it
