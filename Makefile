@@ -28,7 +28,7 @@ UPSTREAM   := $(BIN)/kube $(BIN)/kubectl $(BIN)/agnhost $(BIN)/containerd \
 KUBERNIX_SRC := $(shell find cmd pkg assets images -type f 2>/dev/null) go.mod go.sum
 
 .PHONY: all deps bins images build install uninstall up down test unit e2e soak bench doctor clean fmt vet vet-bundle \
-	conformance conformance-bins
+	conformance conformance-bins netpol
 
 all: build
 
@@ -222,6 +222,14 @@ $(CONFORMANCE_BIN)/summary: $(CONFORMANCE_DEPS) $(wildcard test/conformance/cmd/
 
 conformance: deps bins images build
 	OUT=$(OUT) BIN=$(BIN) IMAGES=$(IMAGES) GO=$(GO) hack/conformance.sh
+
+# `make netpol [FOCUS=regex] [SKIP=regex] [PROCS=8]` (issue #26) runs
+# upstream's NetworkPolicy e2e specs (`[Feature:NetworkPolicy]` and the
+# Netpol API specs of test/e2e/network/netpol; not the SCTP-socket ones)
+# offline on a 3-node cluster, the same way: reports and summary.md under
+# $(OUT)/conformance.
+netpol: deps bins images build
+	SUITE=netpol OUT=$(OUT) BIN=$(BIN) IMAGES=$(IMAGES) GO=$(GO) hack/conformance.sh
 
 # Benchmark (issue #7): up/down real clusters of each size, several runs,
 # and report time to Ready, boot phases, memory, teardown and image import

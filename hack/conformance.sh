@@ -24,6 +24,12 @@
 # CONFORMANCE_NAME (cluster name, default conformance), CONFORMANCE_STATE_DIR
 # (default $OUT/conformance/state), CONFORMANCE_FLAGS (more `kubernix up`
 # flags, e.g. --cidr 10.160.0.0/16).
+#
+# SUITE=netpol (`make netpol`) runs upstream's NetworkPolicy specs instead
+# (test/e2e/network/netpol, in the same e2e.test: FOCUS defaults to
+# `\[Feature:NetworkPolicy\]|Netpol API`, SKIP to SCTPConnectivity, the
+# specs that need SCTP sockets, which this kernel lacks): one run,
+# "netpol", PROCS processes, no extra images (they use agnhost alone).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -38,8 +44,23 @@ GINKGO=$CONF/bin/ginkgo
 NAME=${CONFORMANCE_NAME:-conformance}
 STATE=${CONFORMANCE_STATE_DIR:-$CONF/state}
 PROCS=${PROCS:-8}
-FOCUS=${FOCUS:-}
-SKIP=${SKIP:-}
+SUITE=${SUITE:-conformance}
+case $SUITE in
+conformance)
+	FOCUS=${FOCUS:-}
+	SKIP=${SKIP:-}
+	RUNS=(non-serial serial)
+	;;
+netpol)
+	FOCUS=${FOCUS:-'\[Feature:NetworkPolicy\]|Netpol API'}
+	SKIP=${SKIP:-SCTPConnectivity}
+	RUNS=(netpol)
+	;;
+*)
+	echo "SUITE=$SUITE: want conformance or netpol" >&2
+	exit 2
+	;;
+esac
 read -r -a UP_FLAGS <<<"${CONFORMANCE_FLAGS:-}"
 CLUSTER=(--name "$NAME" --state-dir "$STATE")
 KUBECONFIG_FILE=$CONF/kubeconfig
@@ -109,8 +130,9 @@ run_specs() {
 	local name=$1 procs=$2 labels=$3 dir=$CONF/$1
 	rm -rf "$dir"
 	mkdir -p "$dir"
-	local args=(--label-filter="$labels" --timeout=24h --no-color --silence-skips
+	local args=(--timeout=24h --no-color --silence-skips
 		--output-dir="$dir" --json-report=report.json --junit-report=junit.xml)
+	if [[ -n $labels ]]; then args+=(--label-filter="$labels"); fi
 	if ((procs > 1)); then args+=(--procs="$procs"); fi
 	if [[ -n $FOCUS ]]; then args+=(--focus="$FOCUS"); fi
 	if [[ -n $SKIP ]]; then args+=(--skip="$SKIP"); fi
@@ -142,9 +164,9 @@ cleanup() {
 	# Both runs, also those that never started: the summary lists a
 	# missing report as such, with the parts' times.
 	if [[ -x $CONF/bin/summary ]]; then
-		"$CONF/bin/summary" -out "$CONF/summary.md" "${PARTS[@]}" \
-			-run "non-serial=$CONF/non-serial/report.json" \
-			-run "serial=$CONF/serial/report.json" || rc=1
+		local runs=()
+		for r in "${RUNS[@]}"; do runs+=(-run "$r=$CONF/$r/report.json"); done
+		"$CONF/bin/summary" -out "$CONF/summary.md" "${PARTS[@]}" "${runs[@]}" || rc=1
 		echo "reports and summary in $CONF"
 	fi
 	exit "$rc"
@@ -153,17 +175,24 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 mkdir -p "$CONF"
-rm -rf "$CONF/non-serial" "$CONF/serial" "$CONF/summary.md"
+rm -rf "$CONF/non-serial" "$CONF/serial" "$CONF/netpol" "$CONF/summary.md"
 part build "$MAKE" --no-print-directory conformance-bins
 need
-part images build_images
-need
+if [[ $SUITE == conformance ]]; then
+	part images build_images
+	need
+fi
 UP_TRIED=1
 part up up_cluster
 need
 part load load_images
 need
 failed=0
+if [[ $SUITE == netpol ]]; then
+	part netpol run_specs netpol "$PROCS" ''
+	if [[ $RC != 0 ]]; then failed=1; fi
+	exit "$failed"
+fi
 part non-serial run_specs non-serial "$PROCS" 'Conformance && !Serial && !Disruptive'
 if [[ $RC == 130 ]]; then exit 130; fi
 if [[ $RC != 0 ]]; then failed=1; fi

@@ -19,6 +19,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/cli/kubeconfigcmd"
 	"github.com/kubernix/kubernix/pkg/cli/list"
 	"github.com/kubernix/kubernix/pkg/cli/logs"
+	"github.com/kubernix/kubernix/pkg/cli/netpolagent"
 	"github.com/kubernix/kubernix/pkg/cli/ociwrap"
 	"github.com/kubernix/kubernix/pkg/cli/portproxy"
 	"github.com/kubernix/kubernix/pkg/cli/registrycmd"
@@ -89,6 +90,7 @@ func NewRootCommand(streams common.Streams, environ []string) *cobra.Command {
 		sandbox.NewCommand(env),
 		ociwrap.NewCommand(env),
 		cloudcontroller.NewCommand(env),
+		netpolagent.NewCommand(env),
 		portproxy.NewCommand(env),
 	)
 	for _, c := range root.Commands() {

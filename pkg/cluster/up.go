@@ -21,6 +21,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/boot"
 	"github.com/kubernix/kubernix/pkg/components/cloudcontroller"
 	"github.com/kubernix/kubernix/pkg/components/containerd"
+	"github.com/kubernix/kubernix/pkg/components/netpolagent"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/kubeconfig"
 	"github.com/kubernix/kubernix/pkg/network"
@@ -110,6 +111,9 @@ func Up(ctx context.Context, pl *plan.Plan, log *slog.Logger, opts Options) (*Cl
 	}
 	c.progress("cluster %q ready in %s: %d node(s), kubectl context %s\n", pl.Cfg.Name, round(c.timings.Total), len(pl.Nodes), pl.Cfg.ContextName())
 	c.progress("%s", c.kubeconfigWarning)
+	if !pl.Cfg.NetworkPolicy {
+		log.Warn("network_policy is false (--network-policy=false): NetworkPolicies are accepted but not enforced")
+	}
 	return c, nil
 }
 
@@ -240,6 +244,7 @@ func (c *Cluster) writeKubeconfigs() error {
 		"kube-scheduler":          b.Scheduler,
 		"kube-proxy":              b.KubeProxy,
 		cloudcontroller.Name:      b.CloudController,
+		netpolagent.Name:          b.NetpolAgent,
 	}
 	for _, nd := range p.Nodes {
 		ids[nd.Name] = b.Kubelets[nd.Name].Client

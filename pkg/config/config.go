@@ -102,6 +102,9 @@ type Config struct {
 	ClusterDomain string `toml:"cluster_domain" flag:"cluster-domain" usage:"DNS domain of Services"`
 	// Addons to deploy once the nodes are Ready: names from addons.Table.
 	Addons []string `toml:"addons" flag:"addons" usage:"addons to deploy, comma-separated, empty for none; known: {addons}"`
+	// NetworkPolicy enforces NetworkPolicies on every node (a netpol-agent
+	// per node, pkg/netpol); false accepts them without enforcing any.
+	NetworkPolicy bool `toml:"network_policy" flag:"network-policy" usage:"enforce NetworkPolicies on every node (an nftables table per node); false accepts them without enforcing any"`
 	// LogLevel of kubernix itself: debug, info, warn or error.
 	LogLevel string `toml:"log_level" flag:"log-level" usage:"log level: debug, info, warn, error"`
 	// LogFormat of kubernix itself: text or json.
@@ -152,6 +155,7 @@ func Default() Config {
 		RegistryPort:     DefaultRegistryPort,
 		ClusterDomain:    DefaultClusterDomain,
 		Addons:           addons.Defaults(),
+		NetworkPolicy:    true,
 		LogLevel:         "info",
 		LogFormat:        "text",
 	}

@@ -162,6 +162,11 @@ func (n NodePaths) KubeProxyConfig() string { return filepath.Join(n.Dir, "kube-
 // PATH: it holds only a link to nft (see pkg/components/kubeproxy).
 func (n NodePaths) KubeProxyPath() string { return filepath.Join(n.Dir, "kube-proxy-path") }
 
+// NetpolAgentPath is the directory that is the node's NetworkPolicy
+// agent's whole PATH: it holds only a link to nft (see
+// pkg/components/netpolagent).
+func (n NodePaths) NetpolAgentPath() string { return filepath.Join(n.Dir, "netpol-agent-path") }
+
 // Sockets lists every unix socket path kubernix or the components create
 // under the node's directory, for the MaxSocketPath check.
 func (n NodePaths) Sockets() []string {

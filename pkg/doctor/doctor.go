@@ -20,6 +20,7 @@ import (
 	"github.com/kubernix/kubernix/internal/fileinfo"
 	"github.com/kubernix/kubernix/pkg/bins"
 	"github.com/kubernix/kubernix/pkg/cgroup"
+	"github.com/kubernix/kubernix/pkg/netpol"
 	"github.com/kubernix/kubernix/pkg/network"
 	"github.com/kubernix/kubernix/pkg/release"
 	"github.com/kubernix/kubernix/pkg/rootless"
@@ -122,6 +123,9 @@ type Options struct {
 	// CgroupParent, when not empty, is the cgroup subtree rootless mode
 	// must be able to use, instead of the one it would detect.
 	CgroupParent string
+	// SkipNetworkPolicy leaves out the check of what the NetworkPolicy
+	// agents need (the cluster's network_policy is false).
+	SkipNetworkPolicy bool
 }
 
 // Check runs every check for the mode of the calling process (DetectMode):
@@ -149,6 +153,9 @@ func Check(ctx context.Context, finder *bins.Finder, opts Options) (Report, Fact
 	}
 	busybox, _ := finder.Find("busybox")
 	r = append(r, checkHost(ctx, &facts, busybox)...)
+	if !opts.SkipNetworkPolicy {
+		r = append(r, checkNetworkPolicy(ctx, facts.Paths["nft"]))
+	}
 	return r, facts
 }
 
@@ -242,6 +249,23 @@ func checkHost(ctx context.Context, facts *Facts, busybox string) Report {
 	checkInotify(g)
 	checkSysResource(g, facts)
 	return append(g.r, checkCrun(ctx, facts, busybox))
+}
+
+// checkNetworkPolicy checks that the kernel takes the nftables table the
+// nodes' NetworkPolicy agents write (netpol.Probe), with nft at path.
+func checkNetworkPolicy(ctx context.Context, nft string) Result {
+	res := Result{Group: "host", Name: "network policy"}
+	if nft == "" {
+		res.Status, res.Detail, res.Fix = StatusFail, "nft not found", "apt-get install nftables, or --network-policy=false"
+		return res
+	}
+	if err := netpol.Probe(ctx, nft); err != nil {
+		res.Status, res.Detail = StatusFail, err.Error()
+		res.Fix = "a kernel with nf_tables inet tables, sets, ct, fib and reject (kube-proxy's nftables mode needs the same), or --network-policy=false: NetworkPolicies are then not enforced"
+		return res
+	}
+	res.Status, res.Detail = StatusOK, "nftables takes the agents' table: NetworkPolicies are enforced"
+	return res
 }
 
 // MinInotifyInstances is the fs.inotify.max_user_instances below which

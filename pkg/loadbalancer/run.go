@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/netip"
-	"time"
 
 	v1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,6 +22,8 @@ import (
 	"k8s.io/client-go/tools/record"
 	servicecontroller "k8s.io/cloud-provider/controllers/service"
 	controllersmetrics "k8s.io/component-base/metrics/prometheus/controllers"
+
+	"github.com/kubernix/kubernix/internal/healthserve"
 )
 
 // Options configure Run.
@@ -80,28 +80,15 @@ func Run(ctx context.Context, log *slog.Logger, opts Options) error {
 	if err != nil {
 		return fmt.Errorf("service controller: %w", err)
 	}
-	ln, err := net.Listen("tcp", opts.Healthz.String())
-	if err != nil {
-		return fmt.Errorf("healthz: %w", err)
-	}
 	synced := healthz.NamedCheck("informer-sync", func(*http.Request) error {
 		if !services.Informer().HasSynced() || !nodes.Informer().HasSynced() {
 			return errors.New("the Service and Node caches are not synced yet")
 		}
 		return nil
 	})
-	mux := http.NewServeMux()
-	healthz.InstallHandler(mux, synced)
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
-	go func() {
-		<-ctx.Done()
-		srv.Close()
-	}()
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			log.Error("healthz server", "err", err)
-		}
-	}()
+	if err := healthserve.Start(ctx, log, opts.Healthz, synced); err != nil {
+		return err
+	}
 	go services.inf.RunWithContext(ctx)
 	go nodes.inf.RunWithContext(ctx)
 	log.Info("service controller running", "pool", opts.Pool, "healthz", "http://"+opts.Healthz.String()+"/healthz")

@@ -77,21 +77,44 @@ func ensureGuard(ctx context.Context, p Plan, n Names) error {
 
 // removeGuard deletes the guard table; a missing one is no error.
 func removeGuard(ctx context.Context, n Names) error {
-	nft, err := newGuard(n)
+	return removeTable(ctx, knftables.IPv4Family, n.GuardTable())
+}
+
+// guardLeftovers lists the guard table if it exists.
+func guardLeftovers(ctx context.Context, n Names) ([]string, error) {
+	return tableLeftovers(ctx, knftables.IPv4Family, n.GuardTable())
+}
+
+// removeNetpolTable deletes the host's NetworkPolicy table of a
+// process-executor node (Names.NetpolTable); a missing one is no error.
+func removeNetpolTable(ctx context.Context, n Names) error {
+	return removeTable(ctx, knftables.InetFamily, n.NetpolTable())
+}
+
+// netpolLeftovers lists the host's NetworkPolicy table if it exists.
+func netpolLeftovers(ctx context.Context, n Names) ([]string, error) {
+	return tableLeftovers(ctx, knftables.InetFamily, n.NetpolTable())
+}
+
+// removeTable deletes the nftables table of family and name; a missing
+// one is no error.
+func removeTable(ctx context.Context, family knftables.Family, name string) error {
+	nft, err := knftables.New(family, name)
 	if err != nil {
 		return err
 	}
 	tx := nft.NewTransaction()
 	tx.Delete(&knftables.Table{})
 	if err := nft.Run(ctx, tx); err != nil && !knftables.IsNotFound(err) {
-		return fmt.Errorf("delete nftables table ip %s: %w", n.GuardTable(), err)
+		return fmt.Errorf("delete nftables table %s %s: %w", family, name, err)
 	}
 	return nil
 }
 
-// guardLeftovers lists the guard table if it exists.
-func guardLeftovers(ctx context.Context, n Names) ([]string, error) {
-	nft, err := newGuard(n)
+// tableLeftovers lists the nftables table of family and name if it
+// exists.
+func tableLeftovers(ctx context.Context, family knftables.Family, name string) ([]string, error) {
+	nft, err := knftables.New(family, name)
 	if err != nil {
 		return nil, err
 	}
@@ -99,7 +122,7 @@ func guardLeftovers(ctx context.Context, n Names) ([]string, error) {
 		if knftables.IsNotFound(err) {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("list nftables table ip %s: %w", n.GuardTable(), err)
+		return nil, fmt.Errorf("list nftables table %s %s: %w", family, name, err)
 	}
-	return []string{"nftables table ip " + n.GuardTable()}, nil
+	return []string{fmt.Sprintf("nftables table %s %s", family, name)}, nil
 }

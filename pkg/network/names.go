@@ -100,5 +100,11 @@ func (n Names) owns(name string) bool {
 // "kubernix-<8 hex>".
 func (n Names) GuardTable() string { return "kubernix-" + n.Hash }
 
+// NetpolTable is the name of the nftables table (family inet) of the
+// NetworkPolicy agent (pkg/netpol) of a cluster whose node runs in the
+// host's network namespace (process executor); in a node sandbox the
+// agent's table is netpolagent.SandboxTable and goes with the sandbox.
+func (n Names) NetpolTable() string { return "kubernix-netpol-" + n.Hash }
+
 // comment is the iptables comment on the cluster's jump rules.
 func (n Names) comment() string { return fmt.Sprintf("kubernix cluster %s", n.Cluster) }

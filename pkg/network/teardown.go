@@ -12,7 +12,7 @@ import (
 // Teardown removes, from the cluster name alone, everything Setup and
 // AttachNode made for cluster: the jump rules and the chains (and, once
 // empty, the iptables tables any cluster's rules made: hosttables.go), the
-// guard table, the host veths (their peers go with them), the CNI bridge, the cluster bridge (its
+// guard table, a process-executor node's NetworkPolicy table, the host veths (their peers go with them), the CNI bridge, the cluster bridge (its
 // routes go with it) and the cluster's unreachable routes. It is idempotent:
 // what is already gone is skipped, and every other failure is collected
 // with errors.Join while the rest is still removed. net.ipv4.ip_forward is
@@ -36,6 +36,9 @@ func Teardown(cluster string) error {
 		errs = append(errs, err)
 	}
 	if err := removeGuard(context.Background(), n); err != nil {
+		errs = append(errs, err)
+	}
+	if err := removeNetpolTable(context.Background(), n); err != nil {
 		errs = append(errs, err)
 	}
 
@@ -71,7 +74,8 @@ func Teardown(cluster string) error {
 // Leftovers lists what of cluster's network exists on the host, one
 // human-readable line each: the cluster's links (bridge, CNI bridge, host
 // veths), routes carrying Protocol on those links, its unreachable routes,
-// its iptables chains and the jump rules to them, and its guard table. It
+// its iptables chains and the jump rules to them, its guard table and its
+// NetworkPolicy table in the host's namespace. It
 // is empty after Teardown. It errors only when it cannot look (netlink,
 // iptables or nft failing), returning what it found so far.
 func Leftovers(cluster string) ([]string, error) {
@@ -109,6 +113,11 @@ func Leftovers(cluster string) ([]string, error) {
 	}
 	guard, err := guardLeftovers(context.Background(), n)
 	out = append(out, guard...)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	netpol, err := netpolLeftovers(context.Background(), n)
+	out = append(out, netpol...)
 	if err != nil {
 		errs = append(errs, err)
 	}

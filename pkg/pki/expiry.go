@@ -29,7 +29,7 @@ func (b *Bundle) Certificates() []string {
 		b.CA, b.EtcdCA, b.FrontProxyCA,
 		b.APIServer, b.APIServerKubeletClient, b.APIServerEtcdClient, b.FrontProxyClient,
 		b.EtcdServer, b.EtcdPeer,
-		b.ControllerManager, b.Scheduler, b.KubeProxy, b.CloudController, b.Admin, b.SuperAdmin,
+		b.ControllerManager, b.Scheduler, b.KubeProxy, b.CloudController, b.NetpolAgent, b.Admin, b.SuperAdmin,
 		b.ControllerManagerServing, b.SchedulerServing,
 	}
 	for _, n := range slices.Sorted(maps.Keys(b.Kubelets)) {

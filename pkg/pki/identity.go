@@ -86,6 +86,7 @@ func (s Spec) identities() []identity {
 		{pair: s.pair(fileScheduler), cn: "system:kube-scheduler", usages: clientAuth},
 		{pair: s.pair(fileKubeProxy), cn: "system:kube-proxy", usages: clientAuth},
 		{pair: s.pair(fileCloudController), cn: CloudControllerName, usages: clientAuth},
+		{pair: s.pair(fileNetpolAgent), cn: NetpolAgentName, usages: clientAuth},
 		{pair: s.pair(fileControllerManagerServe), cn: "kube-controller-manager", usages: serverAuth,
 			ips: controlPlaneIPs, dns: []string{"localhost", "kube-controller-manager"}},
 		{pair: s.pair(fileSchedulerServe), cn: "kube-scheduler", usages: serverAuth,

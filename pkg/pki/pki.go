@@ -69,6 +69,11 @@ const (
 	// binding gives it the upstream ClusterRole
 	// system:controller:service-controller.
 	CloudControllerName = "kubernix:cloud-controller"
+	// NetpolAgentName is the user (common name, no group) of the nodes'
+	// NetworkPolicy agents' client certificate (pkg/netpol); an RBAC
+	// binding gives it the ClusterRole of the same name: get, list and
+	// watch pods, namespaces and networkpolicies.
+	NetpolAgentName = "kubernix:netpol-agent"
 )
 
 // File modes of what Ensure writes.
@@ -190,6 +195,9 @@ type Bundle struct {
 	// CloudController is the cloud controller's client certificate
 	// (CN CloudControllerName).
 	CloudController Pair
+	// NetpolAgent is the NetworkPolicy agents' client certificate (CN
+	// NetpolAgentName), one for every node.
+	NetpolAgent Pair
 	// Admin is the user's client certificate: kubernix-admin, O
 	// ClusterAdminsGroup (cluster-admin through RBAC).
 	Admin Pair
@@ -381,6 +389,7 @@ const (
 	fileSchedulerServe         = "scheduler-serving"
 	fileKubeProxy              = "kube-proxy"
 	fileCloudController        = "cloud-controller"
+	fileNetpolAgent            = "netpol-agent"
 	fileAdmin                  = "admin"
 	fileSuperAdmin             = "super-admin"
 	fileServiceAccountKey      = "sa.key"
@@ -425,6 +434,7 @@ func (s Spec) bundle() *Bundle {
 		SchedulerServing:         s.pair(fileSchedulerServe),
 		KubeProxy:                s.pair(fileKubeProxy),
 		CloudController:          s.pair(fileCloudController),
+		NetpolAgent:              s.pair(fileNetpolAgent),
 		Admin:                    s.pair(fileAdmin),
 		SuperAdmin:               s.pair(fileSuperAdmin),
 		Kubelets:                 make(map[string]KubeletPair, len(s.Nodes)),

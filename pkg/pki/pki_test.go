@@ -142,6 +142,7 @@ func checkBundle(t *testing.T, spec Spec, b *Bundle, fresh bool) {
 		{"scheduler", "cluster", b.Scheduler, "system:kube-scheduler", nil, client, nil, nil},
 		{"kube-proxy", "cluster", b.KubeProxy, "system:kube-proxy", nil, client, nil, nil},
 		{"cloud-controller", "cluster", b.CloudController, "kubernix:cloud-controller", nil, client, nil, nil},
+		{"netpol-agent", "cluster", b.NetpolAgent, "kubernix:netpol-agent", nil, client, nil, nil},
 		{"admin", "cluster", b.Admin, "kubernix-admin", []string{"kubernix:cluster-admins"}, client, nil, nil},
 		{"super-admin", "cluster", b.SuperAdmin, "kubernix-super-admin", []string{"system:masters"}, client, nil, nil},
 		{"controller-manager-serving", "cluster", b.ControllerManagerServing, "kube-controller-manager", nil, server,
@@ -336,7 +337,7 @@ func TestEnsureCreates(t *testing.T) {
 			// 3 CAs and 14 leaves, 2 per node, 1 per service; each a
 			// certificate and a key; and the service-account key pair and
 			// encryption config.
-			if want := 2*(17+2*len(spec.Nodes)+len(spec.Services)) + 3; len(files) != want {
+			if want := 2*(18+2*len(spec.Nodes)+len(spec.Services)) + 3; len(files) != want {
 				t.Errorf("%d files, want %d: %q", len(files), want, files)
 			}
 		})
@@ -460,7 +461,7 @@ func pairFiles(names ...string) []string {
 // clusterCerts are the cluster CA's files and those of what it signs.
 func clusterCerts() []string {
 	return pairFiles("ca", "apiserver", "apiserver-kubelet-client",
-		"controller-manager", "scheduler", "kube-proxy", "cloud-controller", "admin", "super-admin",
+		"controller-manager", "scheduler", "kube-proxy", "cloud-controller", "netpol-agent", "admin", "super-admin",
 		"controller-manager-serving", "scheduler-serving",
 		"kubelet/node-1/serving", "kubelet/node-1/client")
 }
@@ -913,7 +914,7 @@ func TestExpiring(t *testing.T) {
 	}
 	writeTestFile(t, filepath.Join(dir, "garbage.crt"), "garbage")
 	certs := b.Certificates()
-	if want := 17 + 2*len(spec.Nodes); len(certs) != want {
+	if want := 18 + 2*len(spec.Nodes); len(certs) != want {
 		t.Errorf("Certificates lists %d files, want %d: %q", len(certs), want, certs)
 	}
 	leaves := func() []string {

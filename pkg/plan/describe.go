@@ -22,6 +22,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/components/etcd"
 	"github.com/kubernix/kubernix/pkg/components/kubelet"
 	"github.com/kubernix/kubernix/pkg/components/kubeproxy"
+	"github.com/kubernix/kubernix/pkg/components/netpolagent"
 	"github.com/kubernix/kubernix/pkg/components/registry"
 	"github.com/kubernix/kubernix/pkg/components/scheduler"
 	"github.com/kubernix/kubernix/pkg/config"
@@ -191,7 +192,8 @@ func describeControlPlane(p *Plan) ([]Described, error) {
 		}))...),
 		sched,
 		task(controllerAccountsTask, "create the controllers' service accounts in kube-system in advance", Live.MakeControllerAccounts),
-		task(clusterAdminsTask, "apply the ClusterRoleBindings "+ClusterAdminsBinding+", "+KubeletAPIAdminBinding+" and "+CloudControllerBinding,
+		task(clusterAdminsTask, "apply the ClusterRoleBindings "+ClusterAdminsBinding+", "+KubeletAPIAdminBinding+", "+CloudControllerBinding+
+			" and "+NetpolAgentBinding+", and the ClusterRole "+NetpolAgentRole,
 			Live.ApplyAdminBindings),
 	), nil
 }
@@ -239,7 +241,34 @@ func (p *Plan) describeNode(nd *node.Node) ([]Described, error) {
 		}
 		out = append(out, d)
 	}
+	if p.Cfg.NetworkPolicy {
+		d, err := p.describeNetpolAgent(nd, sandbox)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, d)
+	}
 	return out, nil
+}
+
+// describeNetpolAgent describes nd's NetworkPolicy agent (in sandbox, ""
+// for the host's namespaces), which waits for its RBAC (the
+// cluster-admins task).
+func (p *Plan) describeNetpolAgent(nd *node.Node, sandbox string) (Described, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return Described{}, err
+	}
+	table := netpolagent.SandboxTable
+	if sandbox == "" {
+		table = network.NamesFor(p.Cfg.Name).NetpolTable()
+	}
+	d, err := netpolagent.Describe(netpolagent.Spec{
+		Self: self, NodeName: nd.Name, NodeIP: nd.IP, Kubeconfig: p.Paths.Kubeconfig(netpolagent.Name),
+		Table: table, ToolDir: p.Paths.Node(nd.Name).NetpolAgentPath(), NFT: p.Bin("nft"),
+		Sandbox: sandbox, After: []string{clusterAdminsTask},
+	})
+	return Described{Description: d}, err
 }
 
 // describeContainerd describes nd's containerd (in sandbox, "" for the

@@ -26,3 +26,11 @@ const KubeletAPIAdminBinding = "kubernix:kubelet-api-admin"
 // ClusterRole, system:controller:service-controller (Services and their
 // status, Nodes, Events).
 const CloudControllerBinding = pki.CloudControllerName
+
+// NetpolAgentRole names the ClusterRole of the nodes' NetworkPolicy agents
+// (pki.NetpolAgentName): get, list and watch pods, namespaces and
+// networkpolicies; NetpolAgentBinding, of the same name, binds it.
+const (
+	NetpolAgentRole    = pki.NetpolAgentName
+	NetpolAgentBinding = pki.NetpolAgentName
+)

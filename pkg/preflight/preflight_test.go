@@ -22,7 +22,8 @@ func TestHostPorts(t *testing.T) {
 	control := []string{"etcd (client):2379", "etcd (peer):2380", "kube-apiserver:7443", "kube-controller-manager:10257", "kube-scheduler:10259"}
 	addons := []string{"cloud-controller (healthz):10258", "registry:5001", "registry-localhost:5001"}
 	node := []string{"kubelet@kubernix-node-0:10250", "kubelet@kubernix-node-0 (healthz):10248",
-		"kube-proxy@kubernix-node-0 (healthz):10256", "kube-proxy@kubernix-node-0 (metrics):10249"}
+		"kube-proxy@kubernix-node-0 (healthz):10256", "kube-proxy@kubernix-node-0 (metrics):10249",
+		"netpol-agent@kubernix-node-0 (healthz):10263"}
 	tests := []struct {
 		name     string
 		nodes    int

@@ -165,7 +165,7 @@ func (pp *preparation) notRunning(cfg config.Config) error {
 // host's (checkHost).
 func (pp *preparation) hostFacts(finder *bins.Finder, cfg config.Config) doctor.Facts {
 	rel := plan.ReleaseOf(cfg)
-	report, facts := doctor.Check(pp.ctx, finder, doctor.Options{Release: rel, CNIDir: cfg.CNIDir, CgroupParent: cfg.CgroupParent})
+	report, facts := doctor.Check(pp.ctx, finder, doctor.Options{Release: rel, CNIDir: cfg.CNIDir, CgroupParent: cfg.CgroupParent, SkipNetworkPolicy: !cfg.NetworkPolicy})
 	pp.pr.Report = report
 	if report.Failed() {
 		located := doctor.Locate(finder, rel, cfg.CNIDir)

@@ -32,7 +32,7 @@ func NewCommand(env *common.Env) *cobra.Command {
 				finder.Bundle.How = bundleSetBy(cmd, env.Environ)
 			}
 			report, facts := doctor.Check(cmd.Context(), finder,
-				doctor.Options{Release: plan.ReleaseOf(cfg), CNIDir: cfg.CNIDir, CgroupParent: cfg.CgroupParent})
+				doctor.Options{Release: plan.ReleaseOf(cfg), CNIDir: cfg.CNIDir, CgroupParent: cfg.CgroupParent, SkipNetworkPolicy: !cfg.NetworkPolicy})
 			if facts.Mode == doctor.ModeRootless {
 				common.Fprintf(env.Streams.Out, "not root: checking for rootless mode (kubernix up runs the cluster under rootlesskit)\n")
 			}
