@@ -203,6 +203,7 @@ var stateModeExceptions = map[string]string{
 	"nodes/*/pod-logs":              "the pods' logs, which containerd and the kubelet write",
 	"nodes/*/cni/data":              "the CNI plugins' state (host-local's IP reservations)",
 	"nodes/*/kube-proxy-path/nft":   "a symbolic link, whose mode means nothing",
+	"nodes/*/netpol-agent-path/nft": "a symbolic link, likewise",
 }
 
 // TestStateDirModes (issue 23, item 5): after up, what kubernix wrote in
