@@ -13,17 +13,16 @@ import (
 	"k8s.io/apiserver/pkg/server/healthz"
 	"k8s.io/apiserver/pkg/util/feature"
 	coreinformers "k8s.io/client-go/informers/core/v1"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/tools/record"
 	servicecontroller "k8s.io/cloud-provider/controllers/service"
 	controllersmetrics "k8s.io/component-base/metrics/prometheus/controllers"
 
 	"github.com/kubernix/kubernix/internal/healthserve"
+	"github.com/kubernix/kubernix/pkg/kubeconfig"
 )
 
 // Options configure Run.
@@ -51,12 +50,7 @@ type Options struct {
 // returns nil when ctx ends it, and errors when the kubeconfig cannot be
 // read, the pool is not usable or the health address cannot be bound.
 func Run(ctx context.Context, log *slog.Logger, opts Options) error {
-	rc, err := clientcmd.BuildConfigFromFlags("", opts.Kubeconfig)
-	if err != nil {
-		return fmt.Errorf("kubeconfig %s: %w", opts.Kubeconfig, err)
-	}
-	rc.UserAgent = "kubernix-cloud-controller"
-	client, err := kubernetes.NewForConfig(rc)
+	client, err := kubeconfig.Clientset(opts.Kubeconfig, "kubernix-cloud-controller")
 	if err != nil {
 		return err
 	}

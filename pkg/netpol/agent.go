@@ -19,11 +19,11 @@ import (
 	networkinginformers "k8s.io/client-go/informers/networking/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
-	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/client-go/util/workqueue"
 	"sigs.k8s.io/knftables"
 
 	"github.com/kubernix/kubernix/internal/healthserve"
+	"github.com/kubernix/kubernix/pkg/kubeconfig"
 )
 
 // Options configure Run.
@@ -58,12 +58,7 @@ const ResyncPeriod = time.Minute
 // policies stay enforced while a restarted agent catches up; the node's
 // network namespace, or kubernix's cleanup, removes it.
 func Run(ctx context.Context, log *slog.Logger, opts Options) error {
-	rc, err := clientcmd.BuildConfigFromFlags("", opts.Kubeconfig)
-	if err != nil {
-		return fmt.Errorf("kubeconfig %s: %w", opts.Kubeconfig, err)
-	}
-	rc.UserAgent = "kubernix-netpol-agent"
-	client, err := kubernetes.NewForConfig(rc)
+	client, err := kubeconfig.Clientset(opts.Kubeconfig, "kubernix-netpol-agent")
 	if err != nil {
 		return err
 	}
@@ -194,7 +189,7 @@ func slimPod(o any) (any, error) {
 	}
 	slim := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.Labels,
-			UID: p.UID, ResourceVersion: p.ResourceVersion, DeletionTimestamp: p.DeletionTimestamp},
+			UID: p.UID, ResourceVersion: p.ResourceVersion},
 		Spec:   corev1.PodSpec{NodeName: p.Spec.NodeName, HostNetwork: p.Spec.HostNetwork},
 		Status: corev1.PodStatus{Phase: p.Status.Phase, PodIPs: p.Status.PodIPs},
 	}

@@ -110,12 +110,11 @@ func newView(in Input) *view {
 	return v
 }
 
-// selected returns the pods of namespace ns (any namespace when ns is
-// "") that sel selects; a nil or invalid selector selects none.
+// selected returns the pods of namespace ns that sel selects.
 func (v *view) selected(ns string, sel labels.Selector) []pod {
 	var out []pod
 	for _, p := range v.pods {
-		if (ns == "" || p.Namespace == ns) && sel.Matches(labels.Set(p.Labels)) {
+		if p.Namespace == ns && sel.Matches(labels.Set(p.Labels)) {
 			out = append(out, p)
 		}
 	}
