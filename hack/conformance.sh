@@ -190,6 +190,7 @@ need
 failed=0
 if [[ $SUITE == netpol ]]; then
 	part netpol run_specs netpol "$PROCS" ''
+	if [[ $RC == 130 ]]; then exit 130; fi
 	if [[ $RC != 0 ]]; then failed=1; fi
 	exit "$failed"
 fi
