@@ -2,16 +2,22 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
 )
 
@@ -201,10 +207,11 @@ func wantForwarding(t *testing.T, when, ipForward, policy string) {
 // namespace serves TCP on its address; they reach each other only when
 // the host forwards between the two veths.
 type routedPair struct {
-	name []string // network namespaces
-	ns   []netns.NsHandle
-	cidr []string
-	addr []string // host:port each namespace listens on
+	name    []string // network namespaces
+	hostEnd []string // the host's end of each veth pair
+	ns      []netns.NsHandle
+	cidr    []string
+	addr    []string // host:port each namespace listens on
 }
 
 // newRoutedPair makes the pair and checks that each namespace reaches
@@ -212,13 +219,15 @@ type routedPair struct {
 // a broken path. It is removed when t ends.
 func newRoutedPair(t *testing.T) *routedPair {
 	t.Helper()
+	removeStaleRoutedPairs(t)
 	p := &routedPair{cidr: []string{"192.168.77.0/24", "172.31.77.0/24"}}
 	t.Cleanup(p.remove)
 	for i, prefix := range []string{"192.168.77.", "172.31.77."} {
 		name := fmt.Sprintf("kxfw-%d-%d", os.Getpid(), i)
-		hostEnd, nsEnd := fmt.Sprintf("kxfwh%d", i), fmt.Sprintf("kxfwn%d", i)
+		hostEnd, nsEnd := routedPairHostEnd(os.Getpid(), i), fmt.Sprintf("kxfwn%d", i)
 		run(t, "ip", "netns", "add", name)
 		p.name = append(p.name, name)
+		p.hostEnd = append(p.hostEnd, hostEnd)
 		run(t, "ip", "link", "add", hostEnd, "type", "veth", "peer", "name", nsEnd, "netns", name)
 		run(t, "ip", "addr", "add", prefix+"1/24", "dev", hostEnd)
 		run(t, "ip", "link", "set", hostEnd, "up")
@@ -281,9 +290,57 @@ func (p *routedPair) remove() {
 	for _, ns := range p.ns {
 		ns.Close()
 	}
-	for i, name := range p.name {
-		_ = exec.Command("ip", "link", "del", fmt.Sprintf("kxfwh%d", i)).Run()
+	for _, link := range p.hostEnd {
+		_ = exec.Command("ip", "link", "del", link).Run()
+	}
+	for _, name := range p.name {
 		_ = exec.Command("ip", "netns", "del", name).Run()
+	}
+}
+
+// routedPairHostEnd names the host's end of veth pair i of the test
+// process pid: kxf<pid>h<i>, at most 12 of the 15 bytes a link name has.
+func routedPairHostEnd(pid, i int) string { return fmt.Sprintf("kxf%dh%d", pid, i) }
+
+// staleRoutedPair matches what a routedPair of a test process leaves when
+// that process is killed before its cleanup: the netns kxfw-<pid>-<i>
+// and the host end kxf<pid>h<i>, or kxfwh<i> of the test before that
+// name carried the pid.
+var (
+	staleRoutedNetns = regexp.MustCompile(`^kxfw-([0-9]+)-[0-9]$`)
+	staleRoutedLink  = regexp.MustCompile(`^kxf(?:w|([0-9]+))h[0-9]$`)
+)
+
+// removeStaleRoutedPairs removes the namespaces and links of routed
+// pairs whose test process is gone (a run killed before its cleanup), as
+// their addresses and routes would make this run's pair fail.
+func removeStaleRoutedPairs(t *testing.T) {
+	t.Helper()
+	gone := func(pid string) bool {
+		n, err := strconv.Atoi(pid)
+		return pid == "" || err != nil || n != os.Getpid() && errors.Is(syscall.Kill(n, 0), syscall.ESRCH)
+	}
+	links, err := netlink.LinkList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range links {
+		if m := staleRoutedLink.FindStringSubmatch(l.Attrs().Name); m != nil && gone(m[1]) {
+			t.Logf("removing link %s of a test run that is gone", l.Attrs().Name)
+			if err := netlink.LinkDel(l); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	entries, err := os.ReadDir("/run/netns")
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		if m := staleRoutedNetns.FindStringSubmatch(e.Name()); m != nil && gone(m[1]) {
+			t.Logf("removing network namespace %s of a test run that is gone", e.Name())
+			run(t, "ip", "netns", "del", e.Name())
+		}
 	}
 }
 
