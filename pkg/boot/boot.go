@@ -38,12 +38,14 @@ import (
 //     containerd needs only
 //     its node's sandbox: it boots, and imports the built-in images, while
 //     etcd and the apiserver do.
-//   - NodeAgent: each node's kubelet and kube-proxy. The kubelet needs the
-//     apiserver serving, where it registers (the node authorizer needs no
-//     RBAC objects), and its node's containerd, its container runtime;
-//     kube-proxy needs the apiserver ready, whose Services and
-//     EndpointSlices it watches, and its node's sandbox. Neither waits for
-//     the controller-manager or the scheduler.
+//   - NodeAgent: each node's kubelet, kube-proxy and NetworkPolicy agent
+//     (netpol-agent). The kubelet needs the apiserver serving, where it
+//     registers (the node authorizer needs no RBAC objects), and its
+//     node's containerd, its container runtime; kube-proxy needs the
+//     apiserver ready, whose Services and EndpointSlices it watches, and
+//     its node's sandbox; the agent needs the same, and the cluster-admins
+//     task that grants its RBAC. None waits for the controller-manager or
+//     the scheduler.
 //   - Addons: CoreDNS and other workloads, which need Ready nodes, the
 //     scheduler and the controllers to run: every earlier component.
 //

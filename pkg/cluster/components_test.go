@@ -25,7 +25,8 @@ import (
 // TestBootNeeds checks what each component of a 3-node cluster waits for:
 // the kubelets and the controller-manager start once the apiserver
 // serves; what lists and watches under the bootstrap RBAC policy (the
-// scheduler, kube-proxy) or writes to kube-system starts once it is ready.
+// scheduler, kube-proxy) or writes to kube-system starts once it is ready,
+// and the NetworkPolicy agents once their own RBAC is applied too.
 func TestBootNeeds(t *testing.T) {
 	c := testCluster(t, 3)
 	pl := c.Plan
@@ -57,6 +58,7 @@ func TestBootNeeds(t *testing.T) {
 		{"containerd@" + node, []string{"sandbox@" + node}},
 		{"kubelet@" + node, []string{"kube-apiserver", "containerd@" + node, "kube-proxy@" + node}},
 		{"kube-proxy@" + node, []string{apiserver.ReadyName, "sandbox@" + node}},
+		{"netpol-agent@" + node, []string{apiserver.ReadyName, "cluster-admins", "sandbox@" + node}},
 		{"coredns-manifest", []string{apiserver.ReadyName}},
 	}
 	for _, tt := range tests {

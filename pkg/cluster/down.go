@@ -32,7 +32,8 @@ import (
 // CRI before containerd), kills orphaned shims and containers, unmounts what the
 // components mounted at or below their directories (Plan.MountRoots;
 // nothing above them), removes the cluster's network (links, routes, its own
-// chains and guard table), kube-proxy's nftables tables in the host's
+// chains, guard table and a process-executor node's NetworkPolicy table:
+// network.Teardown), kube-proxy's nftables tables in the host's
 // namespace only if this cluster's node held them (process executor), the
 // nodes' cgroups, the mount points made on the host for their mounts
 // (node.RemoveMountPoints) and the kubeconfig context, and, when it is the
@@ -192,7 +193,8 @@ func killOrphans(ctx context.Context, pl *plan.Plan, nodeName string) error {
 // Leftovers lists what of the cluster exists on the host: live recorded
 // processes (of the plan's components and undescribed ones), orphaned
 // shims and containers, mounts at or below the components' directories,
-// network links, routes, chains and guard table, the host namespaces
+// network links, routes, chains, guard table and NetworkPolicy table
+// (network.Leftovers), the host namespaces
 // claim and kube-proxy's tables there (process executor), and the nodes'
 // cgroups and the mount points made for their mounts. Empty after a clean
 // down.

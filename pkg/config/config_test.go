@@ -253,6 +253,49 @@ func TestLoadErrors(t *testing.T) {
 	}
 }
 
+// TestNetworkPolicySetting: network_policy is on by default and turned
+// off by the file, KUBERNIX_NETWORK_POLICY or --network-policy=false, in
+// the usual precedence; a bare --network-policy turns it on again.
+func TestNetworkPolicySetting(t *testing.T) {
+	dir := t.TempDir()
+	off := filepath.Join(dir, "off.toml")
+	if err := os.WriteFile(off, []byte("network_policy = false\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name    string
+		args    []string
+		env     []string
+		want    bool
+		wantErr string
+	}{
+		{name: "default", want: true},
+		{name: "file", args: []string{"--config", off}, want: false},
+		{name: "env", env: []string{"KUBERNIX_NETWORK_POLICY=false"}, want: false},
+		{name: "env over file", args: []string{"--config", off}, env: []string{"KUBERNIX_NETWORK_POLICY=1"}, want: true},
+		{name: "flag", args: []string{"--network-policy=false"}, want: false},
+		{name: "flag over env", args: []string{"--network-policy"}, env: []string{"KUBERNIX_NETWORK_POLICY=false"}, want: true},
+		{name: "bad env", env: []string{"KUBERNIX_NETWORK_POLICY=maybe"}, wantErr: "KUBERNIX_NETWORK_POLICY"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c, err := load(t, tt.args, tt.env)
+			if tt.wantErr != "" {
+				if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("error = %v, want ErrInvalid mentioning %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.NetworkPolicy != tt.want {
+				t.Errorf("NetworkPolicy = %v, want %v", c.NetworkPolicy, tt.want)
+			}
+		})
+	}
+}
+
 func TestValidate(t *testing.T) {
 	long := "/tmp/" + strings.Repeat("d", 120-len("/tmp/")-len("/nodes/kubernix-node-0/containerd.sock"))
 	tests := []struct {

@@ -13,6 +13,8 @@ func TestNamesFor(t *testing.T) {
 		vethRE   = regexp.MustCompile(`^kx[0-9a-f]{7}n[0-9]+$`)
 		natRE    = regexp.MustCompile(`^KUBERNIX-[0-9A-F]{8}$`)
 		fwdRE    = regexp.MustCompile(`^KUBERNIX-FWD-[0-9A-F]{8}$`)
+		guardRE  = regexp.MustCompile(`^kubernix-[0-9a-f]{8}$`)
+		netpolRE = regexp.MustCompile(`^kubernix-netpol-[0-9a-f]{8}$`)
 	)
 	tests := []struct {
 		cluster string
@@ -47,7 +49,8 @@ func TestNamesFor(t *testing.T) {
 				}
 			}
 			for re, name := range map[*regexp.Regexp]string{bridgeRE: n.Bridge, cniRE: n.CNIBridge,
-				vethRE: n.HostVeth(42), natRE: n.NATChain, fwdRE: n.ForwardChain} {
+				vethRE: n.HostVeth(42), natRE: n.NATChain, fwdRE: n.ForwardChain,
+				guardRE: n.GuardTable(), netpolRE: n.NetpolTable()} {
 				if !re.MatchString(name) {
 					t.Errorf("%q does not match %s", name, re)
 				}
@@ -62,7 +65,7 @@ func TestNamesFor(t *testing.T) {
 				n.isHostVeth(n.VethPrefix+"03") || n.isHostVeth(n.VethPrefix+"x") {
 				t.Errorf("isHostVeth misclassifies names of %+v", n)
 			}
-			for _, name := range []string{n.Bridge, n.CNIBridge, n.HostVeth(0), n.NATChain, n.ForwardChain} {
+			for _, name := range []string{n.Bridge, n.CNIBridge, n.HostVeth(0), n.NATChain, n.ForwardChain, n.GuardTable(), n.NetpolTable()} {
 				if other, dup := seen[name]; dup {
 					t.Errorf("%q is used by clusters %q and %q", name, other, tt.cluster)
 				}
