@@ -55,7 +55,8 @@ func (b *bench) run(ctx context.Context) (err error) {
 	kubeconfig := filepath.Join(tmp, "kubeconfig")
 	b.k = Kubernix{
 		BinDir: o.binDir, Layout: layout, CIDR: o.cidr, Timeout: o.timeout, Addons: o.addons,
-		Run: Runner{Env: benchEnv(os.Environ(), kubeconfig), Log: logFile},
+		NetworkPolicyOff: !o.networkPolicy,
+		Run:              Runner{Env: benchEnv(os.Environ(), kubeconfig), Log: logFile},
 	}
 	fmt.Fprintf(b.stdout, "bench: cluster %s in %s, cidr %s; transcript in %s\n", o.name, o.stateDir, o.cidr, logPath)
 	b.describe(ctx)
@@ -69,6 +70,7 @@ func (b *bench) run(ctx context.Context) (err error) {
 func (o options) settings() Settings {
 	return Settings{
 		Nodes: o.nodes, Runs: o.runs, ColdRuns: o.cold, Name: o.name, StateDir: o.stateDir, CIDR: o.cidr, Addons: o.addons,
+		NetworkPolicy:   o.networkPolicy,
 		RSSDelaySeconds: o.rssDelay.Seconds(), TimeoutSeconds: o.timeout.Seconds(),
 		SkipImport: o.skipImport, ImportNodes: o.importNodes,
 	}
@@ -267,7 +269,7 @@ func (b *bench) checkUp(ctx context.Context, r *Run, begin, upReturned time.Time
 
 // measureMemory samples the cluster's memory into r.Memory.
 func (b *bench) measureMemory(r *Run, upReturned time.Time) {
-	mem, err := SampleMemory(b.k.Layout, r.Nodes, r.Executor)
+	mem, err := SampleMemory(b.k.Layout, r.Nodes, r.Executor, b.opts.networkPolicy)
 	if err != nil {
 		r.fail("sample memory: %v", err)
 		return

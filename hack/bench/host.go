@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubernix/kubernix/pkg/cgroup"
+	"github.com/kubernix/kubernix/pkg/components/netpolagent"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/network"
 	"github.com/kubernix/kubernix/pkg/node"
@@ -39,17 +40,20 @@ func (l Layout) NodeName(i int) string { return l.Name + "-node-" + strconv.Itoa
 var controlPlane = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
 
 // nodeComponents lists a node's components with a pidfile; the sandbox only
-// exists with the container executor.
-var nodeComponents = []string{"sandbox", "containerd", "kubelet", "kube-proxy"}
+// exists with the container executor, the NetworkPolicy agent only while
+// network_policy is on.
+var nodeComponents = []string{"sandbox", "containerd", "kubelet", "kube-proxy", netpolagent.Name}
 
-// SampleMemory reads the VmRSS of the supervisor, the control plane and, for
-// each of the nodes, its sandbox holder, containerd, shims (summed), kubelet,
-// kube-proxy and pod processes (summed). Processes are found by their
-// pidfiles (checked against run.json's start time), shims by their
-// `-address <node's containerd socket>` argument, pod processes in the
-// node's cgroups. A component expected to run but not found is listed in
-// Missing; the sandbox is expected only when the executor is "container".
-func SampleMemory(l Layout, nodes int, executor string) (*Memory, error) {
+// SampleMemory reads the VmRSS and PSS of the supervisor, the control
+// plane and, for each of the nodes, its sandbox holder, containerd, shims
+// (summed), kubelet, kube-proxy, NetworkPolicy agent and pod processes
+// (summed). Processes are found by their pidfiles (checked against
+// run.json's start time), shims by their `-address <node's containerd
+// socket>` argument, pod processes in the node's cgroups. A component
+// expected to run but not found is listed in Missing; the sandbox is
+// expected only when the executor is "container", the agent only when
+// netpol is true.
+func SampleMemory(l Layout, nodes int, executor string, netpol bool) (*Memory, error) {
 	m := &Memory{}
 	p := l.paths()
 	known := map[int]bool{}
@@ -84,7 +88,14 @@ func SampleMemory(l Layout, nodes int, executor string) (*Memory, error) {
 	for i := range nodes {
 		nd := l.NodeName(i)
 		for _, c := range nodeComponents {
-			recorded(nd, c, c, c != "sandbox" || executor == "container")
+			expected := true
+			switch c {
+			case "sandbox":
+				expected = executor == "container"
+			case netpolagent.Name:
+				expected = netpol
+			}
+			recorded(nd, c, c, expected)
 		}
 		shims, err := process.WithArgs("-address", p.Node(nd).ContainerdSocket())
 		if err != nil {

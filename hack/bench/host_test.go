@@ -73,7 +73,7 @@ func TestRecordedProcesses(t *testing.T) {
 	if !slices.Contains(left, want) {
 		t.Errorf("Leftovers = %q, want it to contain %q", left, want)
 	}
-	m, err := SampleMemory(l, 1, "process")
+	m, err := SampleMemory(l, 1, "process", true)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,7 +87,8 @@ func TestRecordedProcesses(t *testing.T) {
 		t.Errorf("etcd sample = %+v, total %d", etcd, m.TotalBytes)
 	}
 	wantMissing := []string{"supervisor/kubernix", "control-plane/kube-apiserver", "control-plane/kube-controller-manager",
-		"control-plane/kube-scheduler", "bench-unit-test-node-0/containerd", "bench-unit-test-node-0/kubelet", "bench-unit-test-node-0/kube-proxy"}
+		"control-plane/kube-scheduler", "bench-unit-test-node-0/containerd", "bench-unit-test-node-0/kubelet", "bench-unit-test-node-0/kube-proxy",
+		"bench-unit-test-node-0/netpol-agent"}
 	if !slices.Equal(m.Missing, wantMissing) {
 		t.Errorf("Missing = %q, want %q (no sandbox with the process executor)", m.Missing, wantMissing)
 	}

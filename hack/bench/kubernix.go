@@ -130,7 +130,9 @@ type Kubernix struct {
 	Timeout time.Duration
 	// Addons, if set, is every up's --addons.
 	Addons string
-	Run    Runner
+	// NetworkPolicyOff makes every up run with --network-policy=false.
+	NetworkPolicyOff bool
+	Run              Runner
 }
 
 func (k Kubernix) bin(name string) string { return filepath.Join(k.BinDir, name) }
@@ -157,6 +159,9 @@ func (k Kubernix) Up(ctx context.Context, nodes int) (time.Duration, []procID, e
 		"--cidr", k.CIDR, "--nodes", strconv.Itoa(nodes), "--bin-dir", k.BinDir}, k.cluster()...)
 	if k.Addons != "" {
 		args = append(args, "--addons", k.Addons)
+	}
+	if k.NetworkPolicyOff {
+		args = append(args, "--network-policy=false")
 	}
 	seen := map[procID]bool{}
 	watch := func(pid int, exited <-chan struct{}) {

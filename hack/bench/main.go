@@ -67,6 +67,8 @@ type options struct {
 	importNodes intList
 	keepState   bool
 	addons      string
+	// networkPolicy false runs every up with --network-policy=false.
+	networkPolicy bool
 }
 
 // run is bench: it parses args, measures, and writes the report.
@@ -123,6 +125,7 @@ func newFlagSet(stderr io.Writer, o *options) *flag.FlagSet {
 	fs.IntVar(&o.importMB, "import-mb", 50, "size of the generated image's layer, in MB (10^6 bytes)")
 	fs.Var(&o.importNodes, "import-nodes", "comma-separated sizes at which the image import is timed")
 	fs.StringVar(&o.addons, "addons", "", "--addons of every up, e.g. coredns (default: kubernix's default addons)")
+	fs.BoolVar(&o.networkPolicy, "network-policy", true, "enforce NetworkPolicies (false: every up gets --network-policy=false, to measure what the agents cost)")
 	fs.BoolVar(&o.keepState, "keep-state", false, "keep the state dir (component logs) after the last run; it is kept anyway when a run failed")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: bench [flags]\n")

@@ -76,7 +76,9 @@ type Settings struct {
 	StateDir string `json:"state_dir"`
 	CIDR     string `json:"cidr"`
 	// Addons is every up's --addons; "" for kubernix's default.
-	Addons          string  `json:"addons,omitempty"`
+	Addons string `json:"addons,omitempty"`
+	// NetworkPolicy is false when every up had --network-policy=false.
+	NetworkPolicy   bool    `json:"network_policy"`
 	RSSDelaySeconds float64 `json:"rss_delay_seconds"`
 	TimeoutSeconds  float64 `json:"timeout_seconds"`
 	SkipImport      bool    `json:"skip_import"`
@@ -226,7 +228,10 @@ type Summary struct {
 	RSSTotal        Stat   `json:"rss_total_bytes"`
 	PSSTotal        Stat   `json:"pss_total_bytes"`
 	// RSS is per component kind, summed over the nodes of a run.
-	RSS    []NamedStat `json:"rss_bytes"`
+	RSS []NamedStat `json:"rss_bytes"`
+	// PSS is RSS for the proportional set size; empty in reports from
+	// before PSS was sampled.
+	PSS    []NamedStat `json:"pss_bytes,omitempty"`
 	Phases []KindStat  `json:"phases"`
 	// Steps is the critical path per phase.
 	Steps  []StepStat  `json:"critical_path_steps"`
@@ -322,6 +327,7 @@ type runAcc struct {
 	wall, sup, startup, prep, handover, cp, over, down, rss, pss []float64
 
 	rssBy    map[string][]float64 // per component kind
+	pssBy    map[string][]float64 // per component kind
 	rssOrder []string
 
 	kinds     map[string]*kindAcc
@@ -345,6 +351,7 @@ type kindAcc struct {
 func newRunAcc() *runAcc {
 	return &runAcc{
 		rssBy:    map[string][]float64{},
+		pssBy:    map[string][]float64{},
 		kinds:    map[string]*kindAcc{},
 		steps:    map[string][]float64{},
 		stepComp: map[string]map[string]int{},
@@ -421,23 +428,30 @@ func (a *runAcc) addKinds(kinds []KindTiming) {
 	}
 }
 
-// addMemory records one run's memory sample, summing RSS per component kind.
+// addMemory records one run's memory sample, summing RSS and PSS per
+// component kind.
 func (a *runAcc) addMemory(m *Memory) {
 	a.rss = append(a.rss, float64(m.TotalBytes))
 	if m.TotalPSSBytes > 0 {
 		a.pss = append(a.pss, float64(m.TotalPSSBytes))
 	}
-	perKind := map[string]float64{}
+	rss, pss := map[string]float64{}, map[string]float64{}
 	for _, p := range m.Processes {
-		if _, ok := perKind[p.Component]; !ok {
+		if _, ok := rss[p.Component]; !ok {
 			if _, seen := a.rssBy[p.Component]; !seen {
 				a.rssOrder = append(a.rssOrder, p.Component)
 			}
 		}
-		perKind[p.Component] += float64(p.RSSBytes)
+		rss[p.Component] += float64(p.RSSBytes)
+		pss[p.Component] += float64(p.PSSBytes)
 	}
-	for kind, v := range perKind {
+	for kind, v := range rss {
 		a.rssBy[kind] = append(a.rssBy[kind], v)
+	}
+	if m.TotalPSSBytes > 0 {
+		for kind, v := range pss {
+			a.pssBy[kind] = append(a.pssBy[kind], v)
+		}
 	}
 }
 
@@ -451,6 +465,9 @@ func (a *runAcc) summary() Summary {
 	s.PSSTotal = Summarize(a.pss)
 	for _, name := range a.rssOrder {
 		s.RSS = append(s.RSS, NamedStat{Name: name, Stat: Summarize(a.rssBy[name])})
+		if v := a.pssBy[name]; len(v) > 0 {
+			s.PSS = append(s.PSS, NamedStat{Name: name, Stat: Summarize(v)})
+		}
 	}
 	for _, k := range a.kindOrder {
 		acc := a.kinds[k]
@@ -582,9 +599,13 @@ func (r *Report) Markdown(w io.Writer) error {
 	if addons == "" {
 		addons = "default"
 	}
-	p("- settings: nodes %s × %d run(s) (%d cold), cluster `%s`, state dir `%s`, cidr %s, addons %s; took %s\n",
+	netpol := "on"
+	if !r.Settings.NetworkPolicy {
+		netpol = "off (`--network-policy=false`)"
+	}
+	p("- settings: nodes %s × %d run(s) (%d cold), cluster `%s`, state dir `%s`, cidr %s, addons %s, network policy %s; took %s\n",
 		joinInts(r.Settings.Nodes), r.Settings.Runs, r.Settings.ColdRuns, r.Settings.Name, r.Settings.StateDir, r.Settings.CIDR,
-		addons, r.Finished.Sub(r.Started).Round(time.Second))
+		addons, netpol, r.Finished.Sub(r.Started).Round(time.Second))
 	p("\nValues are `median [min–max]` over the runs of a row. *cold*: fresh state dir (PKI generated, empty etcd and\n")
 	p("containerd stores); *warm*: the previous run's state dir (PKI, etcd data and images reused).\n")
 
@@ -676,22 +697,10 @@ func (r *Report) markdownMemory(p func(format string, args ...any)) {
 	p("\n## Memory (RSS in MiB, medians)\n\n")
 	p("%s\n\n", memoryNote(r.Runs))
 	comps := summaryRSSComponents(r.Summary)
-	p("| nodes | mode |")
-	for _, c := range comps {
-		p(" %s |", c)
-	}
+	componentHeader(p, comps)
 	p(" total | total/nodes | PSS total |\n|---:|---|%s---|---|---|\n", strings.Repeat("---:|", len(comps)))
 	for _, s := range r.Summary {
-		p("| %d | %s |", s.Nodes, s.Mode)
-		for _, c := range comps {
-			cell := "–"
-			for _, ns := range s.RSS {
-				if ns.Name == c {
-					cell = mib(ns.Stat.Median)
-				}
-			}
-			p(" %s |", cell)
-		}
+		componentRow(p, s, comps, s.RSS, func(_ string, st Stat) string { return mib(st.Median) })
 		perNode := "–"
 		if s.RSSTotal.N > 0 && s.Nodes > 0 {
 			perNode = mib(s.RSSTotal.Median / float64(s.Nodes))
@@ -709,7 +718,58 @@ func (r *Report) markdownMemory(p func(format string, args ...any)) {
 		p("PSS counts the pages processes share once (every Kubernetes component runs one multi-call binary): marginal PSS per added node **%s MiB** (intercept %s MiB).\n",
 			mib(f.Slope), mib(f.Intercept))
 	}
+	r.markdownPSS(p)
 
+}
+
+// nodeKinds are the component kinds of the memory tables that run once
+// per node.
+var nodeKinds = append(slices.Clone(nodeComponents), "shims", "pods")
+
+// markdownPSS writes the PSS per component kind, per node for the kinds
+// that run on every node; nothing for reports without PSS.
+func (r *Report) markdownPSS(p func(format string, args ...any)) {
+	comps := summaryPSSComponents(r.Summary)
+	if len(comps) == 0 {
+		return
+	}
+	p("\n### PSS per component (MiB, medians; per node for the node's components)\n\n")
+	componentHeader(p, comps)
+	p("\n|---:|---|%s\n", strings.Repeat("---:|", len(comps)))
+	for _, s := range r.Summary {
+		componentRow(p, s, comps, s.PSS, func(c string, st Stat) string {
+			v := st.Median
+			if slices.Contains(nodeKinds, c) && s.Nodes > 0 {
+				v /= float64(s.Nodes)
+			}
+			return fmt.Sprintf("%.1f", v/(1<<20))
+		})
+		p("\n")
+	}
+}
+
+// componentHeader writes the first cells of a per-component table's
+// header: nodes, mode and the component kinds comps.
+func componentHeader(p func(format string, args ...any), comps []string) {
+	p("| nodes | mode |")
+	for _, c := range comps {
+		p(" %s |", c)
+	}
+}
+
+// componentRow writes the first cells of summary s's row: its size, mode
+// and, per kind of comps, cell of its stat in stats, or "–" for none.
+func componentRow(p func(format string, args ...any), s Summary, comps []string, stats []NamedStat, cell func(kind string, st Stat) string) {
+	p("| %d | %s |", s.Nodes, s.Mode)
+	for _, c := range comps {
+		text := "–"
+		for _, ns := range stats {
+			if ns.Name == c && ns.Stat.N > 0 {
+				text = cell(c, ns.Stat)
+			}
+		}
+		p(" %s |", text)
+	}
 }
 
 // markdownImport writes the image import table, or why it was not measured.
@@ -784,7 +844,8 @@ func memoryNote(runs []Run) string {
 	}
 	st := Summarize(after)
 	return fmt.Sprintf("VmRSS from /proc/<pid>/status, sampled once per run %.0f s after `up` returned. *shims*: the nodes'\n"+
-		"containerd-shim-runc-v2 processes; *pods*: the processes in the nodes' pod cgroups (pause, CoreDNS).", st.Median)
+		"containerd-shim-runc-v2 processes; *netpol-agent*: the nodes' NetworkPolicy agents; *pods*: the processes in the\n"+
+		"nodes' pod cgroups (pause, CoreDNS). PSS from /proc/<pid>/smaps_rollup.", st.Median)
 }
 
 // summaryPhases lists the phases of every summary's critical path, in boot order.
@@ -819,12 +880,23 @@ func summaryKinds(sums []Summary) [][2]string {
 // rssColumns is the order of the memory table's columns; others follow in
 // the order first seen.
 var rssColumns = []string{"supervisor", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
-	"sandbox", "containerd", "shims", "kubelet", "kube-proxy", "pods"}
+	"sandbox", "containerd", "shims", "kubelet", "kube-proxy", "netpol-agent", "pods"}
 
 func summaryRSSComponents(sums []Summary) []string {
+	return memoryColumns(sums, func(s Summary) []NamedStat { return s.RSS })
+}
+
+// summaryPSSComponents is summaryRSSComponents for the PSS columns.
+func summaryPSSComponents(sums []Summary) []string {
+	return memoryColumns(sums, func(s Summary) []NamedStat { return s.PSS })
+}
+
+// memoryColumns orders the component kinds of stats(s) over sums: those
+// of rssColumns in its order, then the others in the order first seen.
+func memoryColumns(sums []Summary, stats func(Summary) []NamedStat) []string {
 	seen := map[string]bool{}
 	for _, s := range sums {
-		for _, ns := range s.RSS {
+		for _, ns := range stats(s) {
 			seen[ns.Name] = true
 		}
 	}
@@ -836,7 +908,7 @@ func summaryRSSComponents(sums []Summary) []string {
 		}
 	}
 	for _, s := range sums {
-		for _, ns := range s.RSS {
+		for _, ns := range stats(s) {
 			if seen[ns.Name] {
 				out = append(out, ns.Name)
 				delete(seen, ns.Name)

@@ -36,7 +36,7 @@ func fixtureReport(t *testing.T) *Report {
 				m.Processes = append(m.Processes, proc(nd, "sandbox", 10))
 			}
 			m.Processes = append(m.Processes, proc(nd, "containerd", 50), proc(nd, "shims", 20), proc(nd, "kubelet", 120),
-				proc(nd, "kube-proxy", 90), proc(nd, "pods", 30))
+				proc(nd, "kube-proxy", 90), proc(nd, "netpol-agent", 25), proc(nd, "pods", 30))
 		}
 		for _, p := range m.Processes {
 			m.TotalBytes += p.RSSBytes
@@ -77,7 +77,7 @@ func fixtureReport(t *testing.T) *Report {
 		Machine:  Machine{Cores: 2, MemTotalBytes: 24 << 30, Kernel: "6.1.0-test"},
 		Versions: Versions{Kubernix: "kubernix dev (go1.26.8 linux/amd64)", Upstream: map[string]string{
 			"KUBERNETES_VERSION": "v1.37.2", "CONTAINERD_VERSION": "v2.4.2"}},
-		Settings: Settings{Nodes: []int{1, 3}, Runs: 3, ColdRuns: 1, Name: "t", StateDir: "/tmp/kx-t", CIDR: "10.210.0.0/16",
+		Settings: Settings{Nodes: []int{1, 3}, Runs: 3, ColdRuns: 1, NetworkPolicy: true, Name: "t", StateDir: "/tmp/kx-t", CIDR: "10.210.0.0/16",
 			RSSDelaySeconds: 5, TimeoutSeconds: 600, ImportNodes: []int{1, 3}},
 		Runs:   runs,
 		Import: ImportSummary{Available: true, Ref: imageRef, Bytes: 50_010_000},
@@ -116,9 +116,23 @@ func TestSummarizeReport(t *testing.T) {
 	if r.MarginalRSS == nil || len(r.MarginalRSS.Points) != 2 {
 		t.Fatalf("marginal RSS = %+v", r.MarginalRSS)
 	}
-	want := (float64(570+3*320) - 864) / 2
+	want := (float64(570+3*345) - 889) / 2
 	if got := r.MarginalRSS.Slope / (1 << 20); !near(got, want) {
 		t.Errorf("marginal RSS = %v MiB, want %v", got, want)
+	}
+	// PSS per kind is summed over the nodes: 3 agents of 60% of 25 MiB.
+	var agentPSS Stat
+	for _, s := range r.Summary {
+		if s.Nodes == 3 && s.Mode == ModeCold {
+			for _, ns := range s.PSS {
+				if ns.Name == "netpol-agent" {
+					agentPSS = ns.Stat
+				}
+			}
+		}
+	}
+	if agentPSS.N != 1 || !near(agentPSS.Median/(1<<20), 3*25*0.6) {
+		t.Errorf("3-node cold netpol-agent PSS = %+v, want one run of %v MiB", agentPSS, 3*25*0.6)
 	}
 }
 

@@ -33,11 +33,11 @@ const (
 )
 
 // nodeFailed handles a node whose containerd keeps dying: it records the
-// failure for `kubernix status` and stops the node's kubelet and
-// kube-proxy, so nothing of the node runs half-alive. The rest of the
-// cluster stays up.
+// failure for `kubernix status` and stops the node's agents (kubelet,
+// kube-proxy and, with network_policy, netpol-agent), so nothing of the
+// node runs half-alive. The rest of the cluster stays up.
 func (c *Cluster) nodeFailed(nd *node.Node, reason error) {
-	c.Log.Error("node failed: stopping its kubelet and kube-proxy", "node", nd.Name, "err", reason)
+	c.Log.Error("node failed: stopping its node agents (kubelet, kube-proxy, netpol-agent)", "node", nd.Name, "err", reason)
 	_ = state.WriteFile(state.FailedFile(c.Plan.Paths, nd.Name), []byte(reason.Error()+"\n"))
 	c.mu.Lock()
 	agents := c.agents[nd.Name]

@@ -79,7 +79,7 @@ func (l liveCluster) SyncImagesFolder(ctx context.Context, nd *node.Node) error 
 func (l liveCluster) NodeFailed(nd *node.Node, reason error) { l.c.nodeFailed(nd, reason) }
 
 // captured wraps a node agent so the cluster keeps its Stoppable: when the
-// node's containerd is given up on, its kubelet and kube-proxy are stopped.
+// node's containerd is given up on, its node agents are stopped.
 func (c *Cluster) captured(nd *node.Node, comp boot.Component) boot.Component {
 	return &capturedComponent{Component: comp, keep: func(s boot.Stoppable) {
 		c.mu.Lock()

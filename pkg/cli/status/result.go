@@ -34,6 +34,10 @@ type Status struct {
 	Supervisor Supervisor `json:"supervisor"`
 	// Components are the cluster's processes in start order.
 	Components []Component `json:"components"`
+	// NetworkPolicies is "enforced" when every node runs a NetworkPolicy
+	// agent (network_policy, the default) and "off" when NetworkPolicies
+	// are accepted but not enforced; "" when the record is damaged.
+	NetworkPolicies string `json:"networkPolicies,omitempty"`
 	// Ports are the ports the nodes publish on the host ([[nodes]] ports).
 	Ports []plan.Published `json:"ports,omitempty"`
 	// FailedNodes are the nodes the supervisor gave up on, with why.
@@ -57,6 +61,12 @@ type Status struct {
 	// healthy. `kubernix status` exits 1 when it is false.
 	Healthy bool `json:"healthy"`
 }
+
+// Values of Status.NetworkPolicies.
+const (
+	NetworkPoliciesEnforced = "enforced"
+	NetworkPoliciesOff      = "off"
+)
 
 // Supervisor is the cluster's supervisor process.
 type Supervisor struct {
@@ -187,6 +197,12 @@ func (s Status) Table(w io.Writer) error {
 	}
 	if err := endColumns(w); err != nil {
 		return err
+	}
+	switch s.NetworkPolicies {
+	case NetworkPoliciesEnforced:
+		common.Fprintf(w, "network policies: enforced\n")
+	case NetworkPoliciesOff:
+		common.Fprintf(w, "network policies: off (network_policy = false): accepted, not enforced\n")
 	}
 	for _, p := range s.Ports {
 		common.Fprintf(w, "port %s\n", p)

@@ -44,7 +44,7 @@ func statusCases() map[string]Status {
 	started := now.Add(-time.Hour)
 	failedAt := now.Add(-10 * time.Minute)
 	healthy := Status{
-		Cluster: "kx", StateDir: "/tmp/kx", Time: now,
+		Cluster: "kx", StateDir: "/tmp/kx", Time: now, NetworkPolicies: NetworkPoliciesEnforced,
 		Supervisor: Supervisor{PID: 100, Running: true},
 		Components: []Component{
 			{Name: "etcd", Node: "control-plane", PID: 101, State: components.StateRunning, Since: &started},
@@ -62,7 +62,7 @@ func statusCases() map[string]Status {
 		Healthy: true,
 	}
 	down := Status{
-		Cluster: "kx", StateDir: "/tmp/kx", Time: now,
+		Cluster: "kx", StateDir: "/tmp/kx", Time: now, NetworkPolicies: NetworkPoliciesOff,
 		Components: []Component{
 			{Name: "etcd", Node: "control-plane", PID: 101, State: components.StateStopped, Since: &started},
 			{Name: "kubelet", Node: "kx-node-0", State: components.StateStopped},

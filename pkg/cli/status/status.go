@@ -106,6 +106,10 @@ func collect(ctx context.Context, cfg config.Config, now time.Time) (Status, err
 	}
 	st.Components = componentStatus(ds, st.Supervisor.Running)
 	st.Ports = pl.Published()
+	st.NetworkPolicies = NetworkPoliciesOff
+	if cfg.NetworkPolicy {
+		st.NetworkPolicies = NetworkPoliciesEnforced
+	}
 	for _, n := range cfg.NodeNames() {
 		if b, err := os.ReadFile(state.FailedFile(p, n)); err == nil {
 			st.FailedNodes = append(st.FailedNodes, FailedNode{Node: n, Reason: strings.TrimRight(string(b), "\n")})
