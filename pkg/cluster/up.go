@@ -112,10 +112,17 @@ func Up(ctx context.Context, pl *plan.Plan, log *slog.Logger, opts Options) (*Cl
 	c.progress("cluster %q ready in %s: %d node(s), kubectl context %s\n", pl.Cfg.Name, round(c.timings.Total), len(pl.Nodes), pl.Cfg.ContextName())
 	c.progress("%s", c.kubeconfigWarning)
 	if !pl.Cfg.NetworkPolicy {
-		log.Warn("network_policy is false (--network-policy=false): NetworkPolicies are accepted but not enforced")
+		// Progress reaches the user also when up detaches; the log is the
+		// supervisor's.
+		c.progress("WARNING: %s\n", netpolOffWarning)
+		log.Warn(netpolOffWarning)
 	}
 	return c, nil
 }
+
+// netpolOffWarning is what up says of a cluster made with
+// network_policy = false.
+const netpolOffWarning = "network_policy is false (--network-policy=false): NetworkPolicies are accepted but not enforced"
 
 func (c *Cluster) up(ctx context.Context) error {
 	p := c.Plan

@@ -72,19 +72,28 @@ func TestForwardingOnlyForTheCluster(t *testing.T) {
 // TestForwardingAlreadyOn: when the host forwarded before any cluster
 // (ip_forward=1, FORWARD policy ACCEPT), a cluster leaves that as it is:
 // the two namespaces of TestForwardingOnlyForTheCluster reach each other
-// before, during and after, and the policy stays ACCEPT.
+// before, during and after, and the policy stays ACCEPT. Its cluster runs
+// with --network-policy=false, which up and status must say (issue 26):
+// no netpol-agent runs.
 func TestForwardingAlreadyOn(t *testing.T) {
 	hostAlone(t)
-	e := newEnv(t, "e2e-fwd-on", "10.242.0.0/16")
+	e := newEnv(t, "e2e-fwd-on", "10.242.0.0/16", "--network-policy=false")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	pair := newRoutedHost(t, "1")
 	pair.mustForward(t, "before up")
 	e.downOnCleanup()
 
-	t.Logf("up:\n%s", e.mustKubernix(ctx, "up", "--detach"))
+	up := e.mustKubernix(ctx, "up", "--detach")
+	t.Logf("up:\n%s", up)
 	wantForwarding(t, "with the cluster up", "1", "ACCEPT")
 	pair.mustForward(t, "while the cluster runs")
+	if !strings.Contains(up, "NetworkPolicies are accepted but not enforced") {
+		t.Errorf("up with --network-policy=false did not say that policies are not enforced:\n%s", up)
+	}
+	if status := e.mustKubernix(ctx, "status"); !strings.Contains(status, "network policies: off") || strings.Contains(status, "netpol-agent") {
+		t.Errorf("status of a cluster with --network-policy=false, want 'network policies: off' and no netpol-agent:\n%s", status)
+	}
 
 	e.mustKubernix(ctx, "down")
 	pair.mustForward(t, "after down")

@@ -176,6 +176,7 @@ func checkStatusJSON(ctx context.Context, t *testing.T, e *env) {
 		Cluster    string `json:"cluster"`
 		StateDir   string `json:"stateDir"`
 		Healthy    bool   `json:"healthy"`
+		NetPol     string `json:"networkPolicies"`
 		Supervisor struct {
 			PID     int  `json:"pid"`
 			Running bool `json:"running"`
@@ -206,10 +207,14 @@ func checkStatusJSON(ctx context.Context, t *testing.T, e *env) {
 		}
 	}
 	for _, want := range []string{"etcd/control-plane", "kube-apiserver/control-plane", "kube-controller-manager/control-plane",
-		"kube-scheduler/control-plane", "containerd/kxo-out-node-0", "kubelet/kxo-out-node-0", "kube-proxy/kxo-out-node-0"} {
+		"kube-scheduler/control-plane", "containerd/kxo-out-node-0", "kubelet/kxo-out-node-0", "kube-proxy/kxo-out-node-0",
+		"netpol-agent/kxo-out-node-0"} {
 		if !seen[want] {
 			t.Errorf("status -o json lacks component %s: %v", want, seen)
 		}
+	}
+	if st.NetPol != "enforced" {
+		t.Errorf("status networkPolicies = %q, want enforced (the default)", st.NetPol)
 	}
 	if len(st.Nodes) != 1 || st.Nodes[0].Name != "kxo-out-node-0" || st.Nodes[0].Ready != "True" {
 		t.Errorf("nodes %+v, want kxo-out-node-0 Ready", st.Nodes)
@@ -219,7 +224,8 @@ func checkStatusJSON(ctx context.Context, t *testing.T, e *env) {
 	}
 	// The table is the same status.
 	table, _, code := e.stdout(ctx, "status")
-	if code != 0 || !strings.Contains(table, "kxo-out-node-0  True") || !strings.Contains(table, "addon coredns: 1/1 ready") {
+	if code != 0 || !strings.Contains(table, "kxo-out-node-0  True") || !strings.Contains(table, "addon coredns: 1/1 ready") ||
+		!strings.Contains(table, "network policies: enforced") {
 		t.Errorf("status (table) exited %d:\n%s", code, table)
 	}
 }
