@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -35,61 +37,105 @@ spec:
 `, name, nsField, role, node, images.AgnhostRef())
 }
 
-// TestNetworkPolicy checks issue #26 on the shared two-node cluster:
-// NetworkPolicies are enforced, across nodes and through a Service IP.
-// A server on node 0 is reached by three clients (two on node 1 in the
-// test's namespace, one on node 0 in a namespace labelled team=blue);
-// a deny-all ingress policy blocks every one; an allow rule by pod
-// label and one by namespace label let exactly the chosen two in;
-// removing the policies restores traffic; an egress policy of ipBlock
-// 0.0.0.0/0 except the server's IP blocks a client from the server, by
-// pod IP and by Service IP, and nothing else; its removal restores it.
+// netpolCluster is what checkNetworkPolicies needs of a cluster, root or
+// rootless: kubectl with no default namespace, a directory kubectl can
+// read manifests from, the namespace the test's pods go in (made and
+// removed by the caller) and two nodes (the same one twice on a
+// single-node cluster).
+type netpolCluster struct {
+	kubectl     func(ctx context.Context, args ...string) (string, error)
+	manifestDir string
+	namespace   string
+	nodes       [2]string
+}
+
+func (c netpolCluster) mustKubectl(ctx context.Context, t *testing.T, args ...string) string {
+	t.Helper()
+	out, err := c.kubectl(ctx, args...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// apply writes manifest to a file in the manifest dir and applies it.
+func (c netpolCluster) apply(ctx context.Context, t *testing.T, manifest string) {
+	t.Helper()
+	f, err := os.CreateTemp(c.manifestDir, "netpol-*.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.Remove(f.Name())
+	_, err = f.WriteString(manifest)
+	if err := errors.Join(err, f.Chmod(0o644), f.Close()); err != nil {
+		t.Fatal(err)
+	}
+	c.mustKubectl(ctx, t, "apply", "-f", f.Name())
+}
+
+// TestNetworkPolicy checks issue #26 on the shared two-node cluster
+// (checkNetworkPolicies): NetworkPolicies are enforced, across nodes and
+// through a Service IP. TestRootless runs the same checks rootless.
 func TestNetworkPolicy(t *testing.T) {
 	e := sharedCluster(t)
-	nodes := sharedRoot.nodeNames()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	blue := e.namespace + "-blue"
-	e.namespaceless(func() {
-		e.mustKubectl(ctx, "create", "namespace", blue)
-		e.mustKubectl(ctx, "label", "namespace", blue, "team=blue")
-	})
-	t.Cleanup(func() {
-		e.namespaceless(func() { e.kubectl(context.Background(), "delete", "namespace", blue, "--wait=false") })
-	})
-	e.apply(ctx, strings.Join([]string{
-		netpolPod("server", "", nodes[0], "server"),
-		netpolPod("allowed", "", nodes[1], "allowed"),
-		netpolPod("other", "", nodes[1], "other"),
+	nodes := sharedRoot.nodeNames()
+	c := netpolCluster{
+		kubectl: func(ctx context.Context, args ...string) (out string, err error) {
+			e.namespaceless(func() { out, err = e.kubectl(ctx, args...) })
+			return out, err
+		},
+		manifestDir: t.TempDir(), namespace: e.namespace, nodes: [2]string{nodes[0], nodes[1]},
+	}
+	checkNetworkPolicies(ctx, t, c)
+}
+
+// checkNetworkPolicies checks, as subtests of t, that c enforces
+// NetworkPolicies. A server on node 0 is reached by three clients (two
+// on node 1 in c's namespace, one on node 0 in a namespace of its own
+// labelled team=blue, which it removes at the end); a deny-all ingress
+// policy blocks every one; an allow rule by pod label and one by
+// namespace label let exactly the chosen two in; removing the policies
+// restores traffic; an egress policy of ipBlock 0.0.0.0/0 except the
+// server's IP blocks a client from the server, by pod IP and by Service
+// IP, and nothing else; its removal restores it.
+func checkNetworkPolicies(ctx context.Context, t *testing.T, c netpolCluster) {
+	t.Helper()
+	ns, nodes := c.namespace, c.nodes
+	blue := ns + "-blue"
+	c.mustKubectl(ctx, t, "create", "namespace", blue)
+	c.mustKubectl(ctx, t, "label", "namespace", blue, "team=blue")
+	t.Cleanup(func() { _, _ = c.kubectl(context.Background(), "delete", "namespace", blue, "--wait=false") })
+	c.apply(ctx, t, strings.Join([]string{
+		netpolPod("server", ns, nodes[0], "server"),
+		netpolPod("allowed", ns, nodes[1], "allowed"),
+		netpolPod("other", ns, nodes[1], "other"),
+		netpolPod("remote", blue, nodes[0], "remote"),
 		`apiVersion: v1
 kind: Service
-metadata: {name: server}
+metadata: {name: server, namespace: ` + ns + `}
 spec:
   selector: {role: server}
   ports: [{port: 80, targetPort: 8080}]
 `}, "---\n"))
-	e.namespaceless(func() { e.apply(ctx, netpolPod("remote", blue, nodes[0], "remote")) })
-	e.mustKubectl(ctx, "wait", "--for=condition=Ready", "pod/server", "pod/allowed", "pod/other", "--timeout=120s")
-	e.mustKubectl(ctx, "wait", "-n", blue, "--for=condition=Ready", "pod/remote", "--timeout=120s")
+	c.mustKubectl(ctx, t, "wait", "-n", ns, "--for=condition=Ready", "pod/server", "pod/allowed", "pod/other", "--timeout=120s")
+	c.mustKubectl(ctx, t, "wait", "-n", blue, "--for=condition=Ready", "pod/remote", "--timeout=120s")
 	podIP := func(ns, pod string) string {
-		args := []string{"get", "pod", pod, "-o", "jsonpath={.status.podIP}"}
-		if ns != "" {
-			args = append([]string{"-n", ns}, args...)
-		}
-		return strings.TrimSpace(e.mustKubectl(ctx, args...))
+		return strings.TrimSpace(c.mustKubectl(ctx, t, "-n", ns, "get", "pod", pod, "-o", "jsonpath={.status.podIP}"))
 	}
-	server := podIP("", "server") + ":8080"
-	service := strings.TrimSpace(e.mustKubectl(ctx, "get", "service", "server", "-o", "jsonpath={.spec.clusterIP}")) + ":80"
+	server := podIP(ns, "server") + ":8080"
+	service := strings.TrimSpace(c.mustKubectl(ctx, t, "-n", ns, "get", "service", "server", "-o", "jsonpath={.spec.clusterIP}")) + ":80"
 	remoteAddr := podIP(blue, "remote") + ":8080"
 
 	// connects reports whether client (namespace/pod) opens a TCP
 	// connection to addr, as upstream's probes do (agnhost connect).
 	connects := func(client, addr string) bool {
-		ns, pod, _ := strings.Cut(client, "/")
-		_, err := e.kubectl(ctx, "-n", ns, "exec", pod, "--", "/agnhost", "connect", addr, "--timeout=2s", "--protocol=tcp")
+		cns, pod, _ := strings.Cut(client, "/")
+		_, err := c.kubectl(ctx, "-n", cns, "exec", pod, "--", "/agnhost", "connect", addr, "--timeout=2s", "--protocol=tcp")
 		return err == nil
 	}
-	allowed, other, remote := e.namespace+"/allowed", e.namespace+"/other", blue+"/remote"
+	allowed, other, remote := ns+"/allowed", ns+"/other", blue+"/remote"
 	type probe struct {
 		client, addr string
 		want         bool
@@ -117,9 +163,9 @@ spec:
 
 	t.Run("without a policy every client connects", func(t *testing.T) { expect(t, all(true)...) })
 	t.Run("deny-all ingress blocks every client", func(t *testing.T) {
-		e.apply(ctx, `apiVersion: networking.k8s.io/v1
+		c.apply(ctx, t, `apiVersion: networking.k8s.io/v1
 kind: NetworkPolicy
-metadata: {name: deny-all}
+metadata: {name: deny-all, namespace: `+ns+`}
 spec:
   podSelector: {}
   policyTypes: [Ingress]
@@ -127,9 +173,9 @@ spec:
 		expect(t, all(false)...)
 	})
 	t.Run("allow by pod label and by namespace label lets only those in", func(t *testing.T) {
-		e.apply(ctx, `apiVersion: networking.k8s.io/v1
+		c.apply(ctx, t, `apiVersion: networking.k8s.io/v1
 kind: NetworkPolicy
-metadata: {name: allow-chosen}
+metadata: {name: allow-chosen, namespace: `+ns+`}
 spec:
   podSelector: {matchLabels: {role: server}}
   ingress:
@@ -141,21 +187,21 @@ spec:
 		expect(t, probe{allowed, server, true}, probe{remote, server, true}, probe{other, server, false}, probe{other, service, false})
 	})
 	t.Run("removing the policies restores traffic", func(t *testing.T) {
-		e.mustKubectl(ctx, "delete", "networkpolicy", "deny-all", "allow-chosen")
+		c.mustKubectl(ctx, t, "-n", ns, "delete", "networkpolicy", "deny-all", "allow-chosen")
 		expect(t, all(true)...)
 	})
 	t.Run("egress ipBlock except blocks a pod and its Service IP only", func(t *testing.T) {
-		e.apply(ctx, fmt.Sprintf(`apiVersion: networking.k8s.io/v1
+		c.apply(ctx, t, fmt.Sprintf(`apiVersion: networking.k8s.io/v1
 kind: NetworkPolicy
-metadata: {name: egress-except}
+metadata: {name: egress-except, namespace: %s}
 spec:
   podSelector: {matchLabels: {role: other}}
   policyTypes: [Egress]
   egress:
     - to: [{ipBlock: {cidr: 0.0.0.0/0, except: [%s/32]}}]
-`, strings.TrimSuffix(server, ":8080")))
+`, ns, strings.TrimSuffix(server, ":8080")))
 		expect(t, probe{other, server, false}, probe{other, service, false}, probe{other, remoteAddr, true}, probe{allowed, server, true})
-		e.mustKubectl(ctx, "delete", "networkpolicy", "egress-except")
+		c.mustKubectl(ctx, t, "-n", ns, "delete", "networkpolicy", "egress-except")
 		expect(t, probe{other, server, true}, probe{other, service, true})
 	})
 }

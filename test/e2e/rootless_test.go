@@ -469,7 +469,7 @@ func newRootlessCluster(t *testing.T, userName, name string) *rootlessCluster {
 // containers (an ordinary user with subordinate IDs, /dev/net/tun usable,
 // a delegated cgroup subtree), then as that user: `kubernix up --detach`,
 // kubectl on the host through the merged context, a pod reached with
-// kubectl exec, a deny-all NetworkPolicy enforced and lifted (issue #26),
+// kubectl exec, NetworkPolicies enforced as in TestNetworkPolicy (issue #26),
 // `kubernix down`, and nothing left behind: no process, no
 // cgroup below the delegated subtree, no kubeconfig context, no network.
 func TestRootless(t *testing.T) {
@@ -590,35 +590,17 @@ spec:
 		}
 	})
 
-	// Issue #26: the node's netpol-agent enforces policies rootless too.
-	t.Run("deny-all NetworkPolicy blocks a pod, its removal restores", func(t *testing.T) {
+	// Issue #26: the node's netpol-agent enforces policies rootless too,
+	// the checks of TestNetworkPolicy on the one node.
+	t.Run("NetworkPolicies enforced", func(t *testing.T) {
 		node := name + "-node-0"
-		manifest := filepath.Join(u.home, "netpol.yaml")
-		if err := os.WriteFile(manifest, []byte(netpolPod("np-server", "default", node, "server")+"---\n"+netpolPod("np-client", "default", node, "client")), 0o644); err != nil {
-			t.Fatal(err)
+		c := netpolCluster{
+			kubectl:     func(ctx context.Context, args ...string) (string, error) { return u.kubectl(ctx, kctx, args...) },
+			manifestDir: u.home, namespace: "e2e-netpol", nodes: [2]string{node, node},
 		}
-		u.mustKubectl(ctx, kctx, "apply", "-f", manifest)
-		u.mustKubectl(ctx, kctx, "wait", "--for=condition=Ready", "pod/np-server", "pod/np-client", "--timeout=120s")
-		addr := strings.TrimSpace(u.mustKubectl(ctx, kctx, "get", "pod", "np-server", "-o", "jsonpath={.status.podIP}")) + ":8080"
-		connect := func(want bool) {
-			t.Helper()
-			eventually(t, 30*time.Second, fmt.Sprintf("np-client -> %s connects %v", addr, want), func() error {
-				_, err := u.kubectl(ctx, kctx, "exec", "np-client", "--", "/agnhost", "connect", addr, "--timeout=2s", "--protocol=tcp")
-				if (err == nil) != want {
-					return fmt.Errorf("connect: %v", err)
-				}
-				return nil
-			})
-		}
-		connect(true)
-		policy := filepath.Join(u.home, "deny.yaml")
-		if err := os.WriteFile(policy, []byte("apiVersion: networking.k8s.io/v1\nkind: NetworkPolicy\nmetadata: {name: deny-all, namespace: default}\nspec: {podSelector: {}, policyTypes: [Ingress]}\n"), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		u.mustKubectl(ctx, kctx, "apply", "-f", policy)
-		connect(false)
-		u.mustKubectl(ctx, kctx, "delete", "-f", policy)
-		connect(true)
+		c.mustKubectl(ctx, t, "create", "namespace", c.namespace)
+		t.Cleanup(func() { _, _ = c.kubectl(context.Background(), "delete", "namespace", c.namespace, "--wait=false") })
+		checkNetworkPolicies(ctx, t, c)
 	})
 
 	t.Run("status as the user", func(t *testing.T) {
