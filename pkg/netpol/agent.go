@@ -13,7 +13,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apiserver/pkg/server/healthz"
 	coreinformers "k8s.io/client-go/informers/core/v1"
 	networkinginformers "k8s.io/client-go/informers/networking/v1"
@@ -47,7 +46,10 @@ type Options struct {
 const MinSyncInterval = 200 * time.Millisecond
 
 // ResyncPeriod is how often the table is applied without a change, which
-// restores it if something else in the namespace changed it.
+// restores it if something else in the namespace changed it. Between
+// resyncs, a table that compiles to what was last applied is not applied
+// again: most pod updates (status, conditions) change nothing in it, and
+// each apply runs nft.
 const ResyncPeriod = time.Minute
 
 // Run follows the cluster's NetworkPolicies, pods and namespaces and
@@ -113,10 +115,26 @@ func run(ctx context.Context, log *slog.Logger, client kubernetes.Interface, nft
 		return nil // ctx is done
 	}
 	log.Info("network policy agent running", "node", opts.Node, "table", "inet "+opts.Table, "healthz", "http://"+opts.Healthz.String()+"/healthz")
-	go wait.UntilWithContext(ctx, func(context.Context) { a.queue.Add(syncKey) }, ResyncPeriod)
+	go a.resyncEvery(ctx, ResyncPeriod)
 	for a.next(ctx) {
 	}
 	return nil
+}
+
+// resyncEvery asks for a forced apply every period (not at once: the
+// first apply is one) until ctx is done.
+func (a *agent) resyncEvery(ctx context.Context, period time.Duration) {
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+			a.resync.Store(true)
+			a.queue.Add(syncKey)
+		}
+	}
 }
 
 // syncKey is the queue's one key: every change asks for a whole apply.
@@ -127,6 +145,11 @@ type agent struct {
 	node    string
 	nft     knftables.Interface
 	applied atomic.Bool
+	// last is the transaction last applied (knftables' text of it), ""
+	// before the first; resync asks the next apply to run even if the
+	// table compiles to last.
+	last   string
+	resync atomic.Bool
 
 	pods, namespaces, policies cache.SharedIndexInformer
 	queue                      workqueue.TypedRateLimitingInterface[string]
@@ -167,10 +190,16 @@ func (a *agent) apply(ctx context.Context) error {
 	}
 	tx := a.nft.NewTransaction()
 	Compile(tx, in)
+	text := tx.String()
+	if resync := a.resync.Swap(false); text == a.last && !resync {
+		return nil
+	}
 	start := time.Now()
 	if err := a.nft.Run(ctx, tx); err != nil {
+		a.last = "" // what the table holds now is not known: the retry applies
 		return err
 	}
+	a.last = text
 	if !a.applied.Swap(true) {
 		a.log.Info("table applied", "policies", len(in.Policies), "pods", len(in.Pods), "took", time.Since(start).Round(time.Millisecond))
 	} else {
