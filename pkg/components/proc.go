@@ -24,12 +24,20 @@ const (
 	DefaultProbeInterval = 50 * time.Millisecond
 	DefaultStopGrace     = 10 * time.Second
 	// DefaultLivenessPeriod is the time between liveness checks.
-	DefaultLivenessPeriod = 2 * time.Second
+	DefaultLivenessPeriod = 5 * time.Second
+	// LivenessTimeout bounds one liveness check: a process on a loaded
+	// machine (a 2-core laptop under upstream's conformance run) may take
+	// seconds to answer a ping, and killing it then only adds load.
+	// kubeadm gives the apiserver's /livez 15 s a check, 8 checks in a
+	// row, every 10 s; a developer's cluster should recover from a real
+	// hang sooner.
+	LivenessTimeout = 10 * time.Second
 	// DefaultLivenessThreshold is how many failed liveness checks in a
 	// row have a process restarted: with DefaultLivenessPeriod and
-	// process.ProbeTimeout, a process that hangs is restarted 6 to 12 s
-	// after it stopped answering.
-	DefaultLivenessThreshold = 3
+	// LivenessTimeout, a process that hangs is restarted 40 to 60 s after
+	// it stopped answering, one that answers within 10 s at least once in
+	// 4 checks is left alone.
+	DefaultLivenessThreshold = 4
 )
 
 // Proc is a Component backed by one process. Once it was ready, the
@@ -51,7 +59,7 @@ type Proc struct {
 	StopGrace time.Duration
 	// Liveness checks, every LivenessPeriod once the process has been
 	// ready, that it still works; each check is bounded by
-	// process.ProbeTimeout. After LivenessThreshold failed checks in a
+	// LivenessTimeout. After LivenessThreshold failed checks in a
 	// row the process counts as hung (SIGSTOP, a deadlock): it is
 	// stopped (SIGTERM with SIGCONT, SIGKILL after StopGrace; BeforeStop
 	// does not run) and restarted like a process that exited. nil means
@@ -341,7 +349,7 @@ func (s *supervised) watch(ctx context.Context, proc *process.Process) error {
 		} else if rotated {
 			log.Debug("rotated the log", "log", proc.Command().LogFile)
 		}
-		pctx, cancel := context.WithTimeout(ctx, process.ProbeTimeout)
+		pctx, cancel := context.WithTimeout(process.WithAttemptTimeout(ctx, LivenessTimeout), LivenessTimeout)
 		err := probe(pctx)
 		cancel()
 		select {

@@ -258,3 +258,43 @@ func TestLivenessRestartsHungProcess(t *testing.T) {
 		})
 	}
 }
+
+// TestLivenessCheckGivenTime: a liveness check may take LivenessTimeout,
+// far longer than a readiness attempt (process.ProbeTimeout): a process
+// that answers late on a loaded machine is not taken for a hung one.
+func TestLivenessCheckGivenTime(t *testing.T) {
+	dir := t.TempDir()
+	given := make(chan time.Duration, 1)
+	p := &Proc{
+		ComponentName: "slow",
+		Command: process.Command{
+			Name: "slow", Scope: "test", Path: "/bin/sleep", Args: []string{"600"},
+			LogFile: filepath.Join(dir, "slow.log"), RunDir: filepath.Join(dir, "run"),
+		},
+		Probe: func(context.Context) error { return nil },
+		Liveness: func(ctx context.Context) error {
+			if dl, ok := ctx.Deadline(); ok {
+				select {
+				case given <- time.Until(dl):
+				default:
+				}
+			}
+			return nil
+		},
+		LivenessPeriod: 10 * time.Millisecond,
+		Log:            slog.New(slog.DiscardHandler),
+	}
+	s, err := p.Start(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = s.Stop(context.Background()) })
+	select {
+	case d := <-given:
+		if d <= process.ProbeTimeout || d > LivenessTimeout {
+			t.Errorf("a liveness check was given %s, want more than a readiness attempt's %s, at most LivenessTimeout (%s)", d, process.ProbeTimeout, LivenessTimeout)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("no liveness check with a deadline within 10 s")
+	}
+}

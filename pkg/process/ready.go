@@ -18,7 +18,8 @@ import (
 const (
 	// DefaultReadyInterval is used by WaitReady when interval <= 0.
 	DefaultReadyInterval = 500 * time.Millisecond
-	// ProbeTimeout bounds one attempt of HTTPGet and TCP.
+	// ProbeTimeout bounds one attempt of HTTPGet, HTTPCheck and TCP,
+	// unless the attempt's context says otherwise (WithAttemptTimeout).
 	ProbeTimeout = 2 * time.Second
 	// TailLines is how many log lines WaitReady errors show.
 	TailLines = 20
@@ -132,6 +133,9 @@ const httpCheckBody = 64 << 10
 // every 50 ms for seconds would otherwise pay a TLS handshake, on both
 // sides, at every attempt); one to a process that is gone fails, and the
 // next attempt dials anew.
+//
+// A liveness check gives an attempt longer (WithAttemptTimeout): a busy
+// process that answers late is not a hung one.
 func HTTPCheck(url string, tlsConfig *tls.Config, check func(code int, body []byte) error) Probe {
 	client := &http.Client{Transport: &http.Transport{
 		Proxy:               nil,
@@ -140,7 +144,7 @@ func HTTPCheck(url string, tlsConfig *tls.Config, check func(code int, body []by
 		IdleConnTimeout:     30 * time.Second,
 	}}
 	return func(ctx context.Context) error {
-		ctx, cancel := context.WithTimeout(ctx, ProbeTimeout)
+		ctx, cancel := context.WithTimeout(ctx, attemptTimeout(ctx))
 		defer cancel()
 		req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 		if err != nil {
@@ -161,14 +165,34 @@ func HTTPCheck(url string, tlsConfig *tls.Config, check func(code int, body []by
 }
 
 // TCP returns a Probe that succeeds when a TCP connection to addr
-// ("host:port") can be opened; each attempt is bounded by ProbeTimeout.
+// ("host:port") can be opened; each attempt is bounded by ProbeTimeout
+// or the context's WithAttemptTimeout.
 func TCP(addr string) Probe {
 	return func(ctx context.Context) error {
-		d := net.Dialer{Timeout: ProbeTimeout}
+		d := net.Dialer{Timeout: attemptTimeout(ctx)}
 		conn, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
 			return err
 		}
 		return conn.Close()
 	}
+}
+
+// attemptTimeoutKey is the context key of WithAttemptTimeout.
+type attemptTimeoutKey struct{}
+
+// WithAttemptTimeout returns ctx with d as the bound of each probe
+// attempt (HTTPGet, HTTPCheck, TCP) made with it, in place of
+// ProbeTimeout.
+func WithAttemptTimeout(ctx context.Context, d time.Duration) context.Context {
+	return context.WithValue(ctx, attemptTimeoutKey{}, d)
+}
+
+// attemptTimeout is the bound of one probe attempt made with ctx:
+// WithAttemptTimeout's, else ProbeTimeout.
+func attemptTimeout(ctx context.Context) time.Duration {
+	if d, ok := ctx.Value(attemptTimeoutKey{}).(time.Duration); ok && d > 0 {
+		return d
+	}
+	return ProbeTimeout
 }

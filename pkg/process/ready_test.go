@@ -205,3 +205,24 @@ func TestHTTPGetReusesConnection(t *testing.T) {
 		t.Errorf("connections = %d, want 2 (one new after the close)", n)
 	}
 }
+
+// TestHTTPCheckAttemptTimeout: an attempt is bounded by ProbeTimeout,
+// unless its context gives it longer (WithAttemptTimeout, as liveness
+// checks do): a server that answers after 2.5 s fails the first, passes
+// the second.
+func TestHTTPCheckAttemptTimeout(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-time.After(ProbeTimeout + 500*time.Millisecond):
+		case <-r.Context().Done():
+		}
+	}))
+	defer srv.Close()
+	probe := HTTPGet(srv.URL, nil)
+	if err := probe(t.Context()); err == nil {
+		t.Errorf("a %s answer passed an attempt bounded by ProbeTimeout (%s)", ProbeTimeout+500*time.Millisecond, ProbeTimeout)
+	}
+	if err := probe(WithAttemptTimeout(t.Context(), 10*time.Second)); err != nil {
+		t.Errorf("an attempt given 10 s failed: %v", err)
+	}
+}
