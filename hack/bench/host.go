@@ -88,14 +88,7 @@ func SampleMemory(l Layout, nodes int, executor string, netpol bool) (*Memory, e
 	for i := range nodes {
 		nd := l.NodeName(i)
 		for _, c := range nodeComponents {
-			expected := true
-			switch c {
-			case "sandbox":
-				expected = executor == "container"
-			case netpolagent.Name:
-				expected = netpol
-			}
-			recorded(nd, c, c, expected)
+			recorded(nd, c, c, nodeComponentExpected(c, executor, netpol))
 		}
 		shims, err := process.WithArgs("-address", p.Node(nd).ContainerdSocket())
 		if err != nil {
@@ -119,6 +112,19 @@ func SampleMemory(l Layout, nodes int, executor string, netpol bool) (*Memory, e
 		add(nd, "pods", pods)
 	}
 	return m, nil
+}
+
+// nodeComponentExpected reports whether node component c runs with
+// executor and network policy netpol: the sandbox only with the container
+// executor, the agent only with network policy.
+func nodeComponentExpected(c, executor string, netpol bool) bool {
+	switch c {
+	case "sandbox":
+		return executor == "container"
+	case netpolagent.Name:
+		return netpol
+	}
+	return true
 }
 
 // vmRSS returns the VmRSS of pid in bytes (from /proc/<pid>/status,

@@ -34,11 +34,25 @@ const (
 	crashPidEnv = "KUBERNIX_NETTEST_CRASH_PID"
 )
 
+// TestMain runs the tests and fails the package if they left the host's
+// net.ipv4.ip_forward other than they found it: Setup turns forwarding
+// on and Teardown leaves it (the cluster package's ledger restores it),
+// so each test that sets a network up puts it back (testCluster). Make
+// unit once left a CI host forwarding after it.
 func TestMain(m *testing.M) {
 	if cluster := os.Getenv(crashEnv); cluster != "" {
 		os.Exit(crashChild(cluster))
 	}
-	os.Exit(m.Run())
+	before, err := sysctl.Get(ipForward)
+	code := m.Run()
+	if after, _ := sysctl.Get(ipForward); err == nil && after != before {
+		fmt.Fprintf(os.Stderr, "FAIL: the tests left %s=%s; it was %s\n", ipForward, after, before)
+		if err := sysctl.Set(ipForward, before); err != nil {
+			fmt.Fprintf(os.Stderr, "restore %s: %v\n", ipForward, err)
+		}
+		code = 1
+	}
+	os.Exit(code)
 }
 
 func crashChild(cluster string) int {
@@ -78,6 +92,15 @@ func needRoot(t *testing.T, tools ...string) {
 func testCluster(t *testing.T, tag string) string {
 	t.Helper()
 	name := fmt.Sprintf("nettest-%d-%s", os.Getpid(), tag)
+	// Setup turns forwarding on; it goes back after the teardown (the
+	// cleanups run last first).
+	if forwarding, err := sysctl.Get(ipForward); err == nil {
+		t.Cleanup(func() {
+			if err := sysctl.Set(ipForward, forwarding); err != nil {
+				t.Errorf("restore %s=%s: %v", ipForward, forwarding, err)
+			}
+		})
+	}
 	t.Cleanup(func() {
 		if err := Teardown(name); err != nil {
 			t.Errorf("cleanup: %v", err)

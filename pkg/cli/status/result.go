@@ -198,11 +198,8 @@ func (s Status) Table(w io.Writer) error {
 	if err := endColumns(w); err != nil {
 		return err
 	}
-	switch s.NetworkPolicies {
-	case NetworkPoliciesEnforced:
-		common.Fprintf(w, "network policies: enforced\n")
-	case NetworkPoliciesOff:
-		common.Fprintf(w, "network policies: off (network_policy = false): accepted, not enforced\n")
+	if line := s.networkPoliciesLine(); line != "" {
+		common.Fprintf(w, "%s\n", line)
 	}
 	for _, p := range s.Ports {
 		common.Fprintf(w, "port %s\n", p)
@@ -238,6 +235,18 @@ func (s Status) Table(w io.Writer) error {
 		common.Fprintf(w, "addon %s: %s\n", a.Name, a.health())
 	}
 	return nil
+}
+
+// networkPoliciesLine is the table's line on NetworkPolicies; "" when
+// not known (a damaged record).
+func (s Status) networkPoliciesLine() string {
+	switch s.NetworkPolicies {
+	case NetworkPoliciesEnforced:
+		return "network policies: enforced"
+	case NetworkPoliciesOff:
+		return "network policies: off (network_policy = false): accepted, not enforced"
+	}
+	return ""
 }
 
 // endColumns ends a block of aligned columns on w (a tabwriter, see
