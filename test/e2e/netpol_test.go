@@ -2,9 +2,9 @@ package e2e
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -58,19 +58,15 @@ func (c netpolCluster) mustKubectl(ctx context.Context, t *testing.T, args ...st
 	return out
 }
 
-// apply writes manifest to a file in the manifest dir and applies it.
+// apply writes manifest to netpol.yaml in the manifest dir (the test's
+// own) and applies it.
 func (c netpolCluster) apply(ctx context.Context, t *testing.T, manifest string) {
 	t.Helper()
-	f, err := os.CreateTemp(c.manifestDir, "netpol-*.yaml")
-	if err != nil {
+	f := filepath.Join(c.manifestDir, "netpol.yaml")
+	if err := os.WriteFile(f, []byte(manifest), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	defer os.Remove(f.Name())
-	_, err = f.WriteString(manifest)
-	if err := errors.Join(err, f.Chmod(0o644), f.Close()); err != nil {
-		t.Fatal(err)
-	}
-	c.mustKubectl(ctx, t, "apply", "-f", f.Name())
+	c.mustKubectl(ctx, t, "apply", "-f", f)
 }
 
 // TestNetworkPolicy checks issue #26 on the shared two-node cluster
