@@ -413,17 +413,23 @@ func TestDownLeavesNothing(t *testing.T) {
 				names = append(names, fmt.Sprintf("%s-node-%d", e.name, i))
 			}
 			for cycle := range cycles {
+				start := time.Now()
 				e.mustKubernix(ctx, "up", "--detach")
+				up := time.Since(start)
 				if nodes > 1 {
 					if cycle == 0 {
 						e.apply(ctx, netexecManifest(2*nodes, true))
 					}
 					e.mustKubectl(ctx, "wait", "--for=condition=Available", "deployment/netexec", "--timeout=180s")
 				}
+				available := time.Since(start)
 				e.mustKubernix(ctx, "down")
+				down := time.Since(start)
 				if left := e.leftovers(names, false); len(left) > 0 {
 					t.Fatalf("cycle %d: right after down:\n%s", cycle+1, strings.Join(left, "\n"))
 				}
+				t.Logf("cycle %d: up %s, netexec Available %s, down %s, leak check %s (from the cycle's start)", cycle+1,
+					up.Round(time.Second/10), available.Round(time.Second/10), down.Round(time.Second/10), time.Since(start).Round(time.Second/10))
 			}
 		})
 	}

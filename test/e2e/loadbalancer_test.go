@@ -201,43 +201,28 @@ func TestLoadBalancerPoolRefused(t *testing.T) {
 	}
 }
 
-// TestRootlessLoadBalancer is TestLoadBalancer reduced, rootless: as an
-// ordinary user, a LoadBalancer Service of port rlPort gets the pool's
-// first address and a "localhost" ingress entry, answers on the host's
-// 127.0.0.1:rlPort (rootlesskit's port driver), and once deleted the host
-// port is closed again.
+// TestRootlessLoadBalancer is TestLoadBalancer reduced, rootless, on the
+// shared rootless cluster: a LoadBalancer Service of port rlPort gets the
+// pool's first address and a "localhost" ingress entry, answers on the
+// host's 127.0.0.1:rlPort (rootlesskit's port driver), and once deleted
+// the host port is closed again. No other test makes a LoadBalancer
+// Service on that cluster.
 func TestRootlessLoadBalancer(t *testing.T) {
-	rootlessParallel(t)
-	u := newRootlessUser(t, "kxrllb")
-	u.addSubIDs()
-	u.openTun()
-	u.delegateCgroups()
-	const (
-		name   = "lb-rl"
-		rlPort = "18090"
-		rlIP   = "10.164.32.1"
-	)
-	kctx := "kubernix-" + name
+	rc := sharedRootlessCluster(t)
+	const rlPort = "18090"
+	// The default pool is the /20 at .32.0 of the cluster's /16.
+	rlIP := strings.Join(strings.SplitN(rc.cidr, ".", 3)[:2], ".") + ".32.1"
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	t.Cleanup(func() {
-		if out, code := u.kubernix(context.Background(), "down", "--name", name); code != 0 {
-			t.Logf("cleanup down exited %d:\n%s", code, out)
-		}
-	})
-	out, code := u.kubernix(ctx, "up", "--detach", "--name", name, "--cidr", lbBadCIDR)
-	if code != 0 {
-		t.Fatalf("up --detach as %s exited %d:\n%s", u.name, code, out)
-	}
-	manifest := filepath.Join(u.home, "lb.yaml")
+	manifest := filepath.Join(rc.dir, "lb.yaml")
 	svc := strings.Replace(lbService("lb-rl"), "port: 80,", "port: "+rlPort+",", 1)
-	if err := os.WriteFile(manifest, []byte(netexecManifest(1, false)+"---\n"+svc), 0o644); err != nil {
+	if err := os.WriteFile(manifest, []byte(rc.inNamespace(netexecManifest(1, false)+"---\n"+svc)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	u.mustKubectl(ctx, kctx, "apply", "-f", manifest)
-	u.mustKubectl(ctx, kctx, "wait", "--for=condition=Available", "deployment/netexec", "--timeout=180s")
+	rc.mustKubectl(ctx, "apply", "-f", manifest)
+	rc.mustKubectl(ctx, "wait", "--for=condition=Available", "deployment/netexec", "--timeout=180s")
 	eventually(t, 60*time.Second, "LoadBalancer IP and localhost in the status", func() error {
-		out, err := u.kubectl(ctx, kctx, "get", "service", "lb-rl", "-o", "jsonpath={.status.loadBalancer.ingress[*].ip} {.status.loadBalancer.ingress[*].hostname}")
+		out, err := rc.kubectl(ctx, "get", "service", "lb-rl", "-o", "jsonpath={.status.loadBalancer.ingress[*].ip} {.status.loadBalancer.ingress[*].hostname}")
 		if err == nil && strings.TrimSpace(out) != rlIP+" localhost" {
 			return fmt.Errorf("ingress %q", out)
 		}
@@ -251,17 +236,14 @@ func TestRootlessLoadBalancer(t *testing.T) {
 		}
 		return err
 	})
-	if events := u.mustKubectl(ctx, kctx, "get", "events", "--field-selector", "involvedObject.name=lb-rl,reason=Published", "-o", "jsonpath={.items[*].message}"); !strings.Contains(events, "published on the host at 127.0.0.1:"+rlPort) {
+	if events := rc.mustKubectl(ctx, "get", "events", "--field-selector", "involvedObject.name=lb-rl,reason=Published", "-o", "jsonpath={.items[*].message}"); !strings.Contains(events, "published on the host at 127.0.0.1:"+rlPort) {
 		t.Errorf("no Published event naming 127.0.0.1:%s: %q", rlPort, events)
 	}
-	u.mustKubectl(ctx, kctx, "delete", "service", "lb-rl", "--wait=true", "--timeout=60s")
+	rc.mustKubectl(ctx, "delete", "service", "lb-rl", "--wait=true", "--timeout=60s")
 	eventually(t, 30*time.Second, "127.0.0.1:"+rlPort+" closed after delete", func() error {
 		if err := dial(netns.None(), net.JoinHostPort("127.0.0.1", rlPort)); err == nil {
 			return fmt.Errorf("still open")
 		}
 		return nil
 	})
-	if out, code := u.kubernix(ctx, "down", "--name", name); code != 0 {
-		t.Fatalf("down exited %d:\n%s", code, out)
-	}
 }

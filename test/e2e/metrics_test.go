@@ -83,28 +83,16 @@ func TestMetrics(t *testing.T) {
 	})
 }
 
-// TestRootlessMetrics is TestMetrics reduced, rootless: one node brought
-// up by an ordinary user, `kubectl top nodes` lists it and `kubectl top
+// TestRootlessMetrics is TestMetrics reduced, rootless, on the shared
+// rootless cluster (one node an ordinary user brought up): `kubectl top
+// nodes` lists it and `kubectl top
 // pods -A` the addons' pods.
 func TestRootlessMetrics(t *testing.T) {
-	rootlessParallel(t)
-	u := newRootlessUser(t, "kxrlmetrics")
-	u.addSubIDs()
-	u.openTun()
-	u.delegateCgroups()
-	const name = "e2e-rm" // short: socket paths under the user's state dir are limited
+	rc := sharedRootlessCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	t.Cleanup(func() {
-		if out, code := u.kubernix(context.Background(), "down", "--name", name); code != 0 {
-			t.Logf("cleanup down exited %d:\n%s", code, out)
-		}
-	})
-	if out, code := u.kubernix(ctx, "up", "--detach", "--name", name, "--cidr", "10.165.0.0/16"); code != 0 {
-		t.Fatalf("up --detach as %s exited %d:\n%s", u.name, code, out)
-	}
-	kubectl := func(args ...string) (string, error) { return u.kubectl(ctx, "kubernix-"+name, args...) }
-	t.Run("kubectl top nodes lists the node", func(t *testing.T) { waitTopNodes(t, kubectl, []string{name + "-node-0"}) })
+	kubectl := func(args ...string) (string, error) { return rc.u.kubectl(ctx, rc.kctx, args...) }
+	t.Run("kubectl top nodes lists the node", func(t *testing.T) { waitTopNodes(t, kubectl, []string{rc.name + "-node-0"}) })
 	t.Run("kubectl top pods -A lists the addons' pods", func(t *testing.T) { waitTopPods(t, kubectl) })
 }
 

@@ -94,34 +94,18 @@ func TestRegistryPortInUse(t *testing.T) {
 	e.checkRefusedLeftNothing(t, before)
 }
 
-// TestRegistryRootless is TestRegistry reduced, rootless: as an ordinary
-// user, a 1-node cluster; localhost:<port>, rootlesskit's port forward to
-// the registry in the user's namespaces, refuses a push without the
-// account; an image pushed from the host (root here) with the account the
-// user's `kubernix registry login` stored runs with imagePullPolicy:
-// Always; and from a pod the nodes' address answers pulls but refuses a
-// blob upload.
+// TestRegistryRootless is TestRegistry reduced, rootless, on the shared
+// rootless cluster: localhost:<port>, rootlesskit's port forward to the
+// registry in the user's namespaces, refuses a push without the account;
+// an image pushed from the host (root here) with the account the user's
+// `kubernix registry login` stored runs with imagePullPolicy: Always; and
+// from a pod the nodes' address answers pulls but refuses a blob upload.
 func TestRegistryRootless(t *testing.T) {
-	rootlessParallel(t)
-	u := newRootlessUser(t, "kxrlregistry")
-	u.addSubIDs()
-	u.openTun()
-	u.delegateCgroups()
-	const name = "rg-rl"
-	kctx := "kubernix-" + name
-	state := filepath.Join(u.home, ".local", "share", "kubernix", name)
+	rc := sharedRootlessCluster(t)
+	u, name := rc.u, rc.name
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-	t.Cleanup(func() {
-		if out, code := u.kubernix(context.Background(), "down", "--name", name); code != 0 {
-			t.Logf("cleanup down exited %d:\n%s", code, out)
-		}
-	})
-	if out, code := u.kubernix(ctx, "up", "--detach", "--name", name, "--cidr", "10.167.0.0/16"); code != 0 {
-		log, _ := os.ReadFile(filepath.Join(state, "logs", "supervisor", "supervisor.log"))
-		t.Fatalf("up --detach as %s exited %d:\n%s\nsupervisor log:\n%s", u.name, code, out, log)
-	}
-	port := registryPort(t, state)
+	port := registryPort(t, rc.state)
 	ref := fmt.Sprintf("localhost:%d/e2e/app:rootless", port)
 	img := testImage(t, testImageBase(t, u.binDir), ref, "rootless")
 	if err := remote.Write(mustTag(t, ref), img.img); !isUnauthorized(err) {
@@ -131,23 +115,23 @@ func TestRegistryRootless(t *testing.T) {
 		t.Fatalf("kubernix registry login as %s exited %d:\n%s", u.name, code, out)
 	}
 	pushImage(t, img, dockerLogin(t, filepath.Join(u.home, ".docker"), fmt.Sprintf("localhost:%d", port)))
-	manifest := filepath.Join(u.home, "registry-pod.yaml")
+	manifest := filepath.Join(rc.dir, "registry-pod.yaml")
 	pods := podPulling("app", name+"-node-0", ref) + "---\n" + pausePod("client", name+"-node-0", images.AgnhostRef(), "Never")
-	if err := os.WriteFile(manifest, []byte(pods), 0o644); err != nil {
+	if err := os.WriteFile(manifest, []byte(rc.inNamespace(pods)), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	u.mustKubectl(ctx, kctx, "apply", "-f", manifest)
+	rc.mustKubectl(ctx, "apply", "-f", manifest)
 	for _, pod := range []string{"app", "client"} {
-		if _, err := u.kubectl(ctx, kctx, "wait", "--for=condition=Ready", "pod/"+pod, "--timeout=120s"); err != nil {
-			desc, _ := u.kubectl(ctx, kctx, "describe", "pod", pod)
+		if _, err := rc.kubectl(ctx, "wait", "--for=condition=Ready", "pod/"+pod, "--timeout=120s"); err != nil {
+			desc, _ := rc.kubectl(ctx, "describe", "pod", pod)
 			t.Fatalf("pod %s rootless: %v\n%s", pod, err, desc)
 		}
 	}
-	if id := u.mustKubectl(ctx, kctx, "get", "pod", "app", "-o", "jsonpath={.status.containerStatuses[0].imageID}"); !strings.HasSuffix(id, "@"+img.digest) {
+	if id := rc.mustKubectl(ctx, "get", "pod", "app", "-o", "jsonpath={.status.containerStatuses[0].imageID}"); !strings.HasSuffix(id, "@"+img.digest) {
 		t.Errorf("pod runs %s, want the pushed %s", id, img.digest)
 	}
-	nodeURL := nodesRegistryURL(t, state, port)
-	podCurl := curlInPod(t, func(args ...string) (string, error) { return u.kubectl(ctx, kctx, args...) })
+	nodeURL := nodesRegistryURL(t, rc.state, port)
+	podCurl := curlInPod(t, func(args ...string) (string, error) { return rc.kubectl(ctx, args...) })
 	checkRegistryAnswers(t, "a pod", podCurl, nodeURL, "")
 }
 

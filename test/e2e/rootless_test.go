@@ -24,7 +24,7 @@ import (
 // rootlessUser is an unprivileged user the test creates, with the host
 // prepared for it as a laptop comes prepared for rootless containers.
 type rootlessUser struct {
-	t        *testing.T
+	t        tb
 	binDir   string
 	name     string
 	uid, gid int
@@ -40,12 +40,28 @@ type rootlessUser struct {
 // end (t.Cleanup), also on failure.
 func newRootlessUser(t *testing.T, name string) *rootlessUser {
 	t.Helper()
+	return addRootlessUser(t, requireRootless(t), name)
+}
+
+// requireRootless skips t unless it can prepare the host for a rootless
+// user (see newRootlessUser), and returns the bin dir.
+func requireRootless(t *testing.T) string {
+	t.Helper()
 	binDir := requireIntegration(t, "create a user and prepare the host")
 	for _, b := range []string{"rootlesskit", "slirp4netns", "newuidmap", "newgidmap", "useradd", "userdel"} {
 		if _, err := exec.LookPath(b); err != nil {
 			t.Skipf("integration test: %s is not installed (Debian: apt-get install rootlesskit slirp4netns uidmap)", b)
 		}
 	}
+	return binDir
+}
+
+// addRootlessUser creates the user name with a home directory, for t
+// (a test, or the setup of the shared rootless cluster), with the
+// binaries of binDir. The user is removed when t ends (t.Cleanup), also
+// on failure.
+func addRootlessUser(t tb, binDir, name string) *rootlessUser {
+	t.Helper()
 	hostFiles.Lock()
 	// A user left by an interrupted run goes first.
 	if _, err := user.Lookup(name); err == nil {
@@ -91,7 +107,7 @@ func newRootlessUser(t *testing.T, name string) *rootlessUser {
 	return ru
 }
 
-func run(t *testing.T, argv ...string) {
+func run(t tb, argv ...string) {
 	t.Helper()
 	if out, err := exec.Command(argv[0], argv[1:]...).CombinedOutput(); err != nil {
 		t.Fatalf("%s: %v: %s", strings.Join(argv, " "), err, out)
@@ -234,7 +250,7 @@ func (u *rootlessUser) openTun() {
 func (u *rootlessUser) cgroupParent() string { return "kubernix-" + strconv.Itoa(u.uid) }
 
 // cgroupMounts lists the mount points of every cgroup hierarchy.
-func cgroupMounts(t *testing.T) []string {
+func cgroupMounts(t tb) []string {
 	t.Helper()
 	mounts, err := cgroup.Mounts()
 	if err != nil {
@@ -284,7 +300,7 @@ func (u *rootlessUser) delegateCgroups() {
 }
 
 // removeCgroupTree removes dir and the cgroups below it, deepest first.
-func removeCgroupTree(t *testing.T, dir string) {
+func removeCgroupTree(t tb, dir string) {
 	var dirs []string
 	_ = filepath.WalkDir(dir, func(p string, d os.DirEntry, err error) error {
 		if err == nil && d.IsDir() {
@@ -444,6 +460,12 @@ func TestRootlessMissingPrerequisite(t *testing.T) {
 type rootlessCluster struct {
 	u                 *rootlessUser
 	name, kctx, state string
+	// cidr is the cluster's range; "" until the test picks it.
+	cidr string
+	// namespace is the one kubectl acts in (kubectl); "" for the context's.
+	namespace string
+	// dir is where the test writes manifests the user's kubectl reads.
+	dir string
 }
 
 // newRootlessCluster creates the user userName with the host prepared for
@@ -462,29 +484,25 @@ func newRootlessCluster(t *testing.T, userName, name string) *rootlessCluster {
 		}
 	})
 	return &rootlessCluster{u: u, name: name, kctx: "kubernix-" + name,
-		state: filepath.Join(u.home, ".local", "share", "kubernix", name)}
+		state: filepath.Join(u.home, ".local", "share", "kubernix", name), dir: u.home}
 }
 
-// TestRootless prepares the host as a laptop comes prepared for rootless
-// containers (an ordinary user with subordinate IDs, /dev/net/tun usable,
-// a delegated cgroup subtree), then as that user: `kubernix up --detach`,
-// kubectl on the host through the merged context, a pod reached with
-// kubectl exec, NetworkPolicies enforced as in TestNetworkPolicy (issue #26),
-// `kubernix down`, and nothing left behind: no process, no
-// cgroup below the delegated subtree, no kubeconfig context, no network.
+// TestRootless checks a cluster an ordinary user runs, on the shared
+// rootless cluster (sharedRootlessCluster: the host prepared as a laptop
+// comes prepared for rootless containers, an ordinary user with
+// subordinate IDs, /dev/net/tun usable, a delegated cgroup subtree; `kubernix
+// up --detach` as that user): its components run as the user, kubectl on
+// the host through the merged context, a pod reached with kubectl exec,
+// hostPID and hostNetwork pods, NetworkPolicies enforced as in
+// TestNetworkPolicy (issue #26), status as the user. That `kubernix down`
+// leaves nothing behind (no process, no cgroup below the delegated
+// subtree, no kubeconfig context, no network) TestMain checks when it
+// brings the shared cluster down (sharedRL.close).
 func TestRootless(t *testing.T) {
-	rootlessParallel(t)
-	rc := newRootlessCluster(t, "kxrootless", "e2e-rl")
+	rc := sharedRootlessCluster(t)
 	u, name, kctx, state := rc.u, rc.name, rc.kctx, rc.state
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
-
-	out, code := u.kubernix(ctx, "up", "--detach", "--name", name, "--cidr", "10.205.0.0/16")
-	if code != 0 {
-		log, _ := os.ReadFile(filepath.Join(state, "logs", "supervisor", "supervisor.log"))
-		t.Fatalf("up --detach as %s exited %d:\n%s\nsupervisor log:\n%s", u.name, code, out, log)
-	}
-	t.Logf("up:\n%s", out)
 
 	t.Run("runs as the user", func(t *testing.T) {
 		for _, comp := range []string{"control-plane/kube-apiserver", "control-plane/etcd", name + "-node-0/kubelet", name + "-node-0/containerd", "supervisor/kubernix"} {
@@ -516,10 +534,10 @@ func TestRootless(t *testing.T) {
 	})
 
 	t.Run("pod reached with kubectl exec", func(t *testing.T) {
-		manifest := filepath.Join(u.home, "pod.yaml")
+		manifest := filepath.Join(rc.dir, "pod.yaml")
 		err := os.WriteFile(manifest, []byte(`apiVersion: v1
 kind: Pod
-metadata: {name: agnhost, namespace: default}
+metadata: {name: agnhost}
 spec:
   containers:
     - name: agnhost
@@ -532,22 +550,23 @@ spec:
 		if err != nil {
 			t.Fatal(err)
 		}
-		u.mustKubectl(ctx, kctx, "apply", "-f", manifest)
-		u.mustKubectl(ctx, kctx, "wait", "--for=condition=Ready", "pod/agnhost", "--timeout=120s")
-		out := u.mustKubectl(ctx, kctx, "exec", "agnhost", "--", "cat", "/etc/hostname")
+		rc.mustKubectl(ctx, "apply", "-f", manifest)
+		rc.mustKubectl(ctx, "wait", "--for=condition=Ready", "pod/agnhost", "--timeout=120s")
+		out := rc.mustKubectl(ctx, "exec", "agnhost", "--", "cat", "/etc/hostname")
 		if strings.TrimSpace(out) != "agnhost" {
 			t.Errorf("exec cat /etc/hostname = %q, want agnhost", out)
 		}
 		// The memory limit reached the pod's cgroup below the delegated subtree.
+		uid := strings.TrimSpace(rc.mustKubectl(ctx, "get", "pod", "agnhost", "-o", "jsonpath={.metadata.uid}"))
 		matches, _ := filepath.Glob(filepath.Join("/sys/fs/cgroup/memory", u.cgroupParent(), name+"-node-0", "kubepods", "pod*", "memory.limit_in_bytes"))
 		found := false
 		for _, m := range matches {
-			if b, err := os.ReadFile(m); err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(64<<20) {
+			if b, err := os.ReadFile(m); err == nil && strings.TrimSpace(string(b)) == strconv.Itoa(64<<20) && (strings.Contains(m, uid) || strings.Contains(m, strings.ReplaceAll(uid, "-", "_"))) {
 				found = true
 			}
 		}
 		if _, err := os.Stat("/sys/fs/cgroup/memory"); err == nil && !found { // cgroup v1 memory hierarchy
-			t.Errorf("no pod cgroup with a 64Mi memory limit under the delegated subtree (%v)", matches)
+			t.Errorf("no cgroup of pod %s with a 64Mi memory limit under the delegated subtree (%v)", uid, matches)
 		}
 	})
 
@@ -555,17 +574,17 @@ spec:
 	// namespace the user namespace does not own, and setns into the
 	// host's pid and uts namespaces, are refused.
 	t.Run("hostPID and hostNetwork pods", func(t *testing.T) {
-		manifest := filepath.Join(u.home, "host.yaml")
+		manifest := filepath.Join(rc.dir, "host.yaml")
 		err := os.WriteFile(manifest, []byte(`apiVersion: v1
 kind: Pod
-metadata: {name: hostpid, namespace: default}
+metadata: {name: hostpid}
 spec:
   hostPID: true
   containers: [{name: c, image: `+agnhost+`, imagePullPolicy: Never, args: ["pause"]}]
 ---
 apiVersion: v1
 kind: Pod
-metadata: {name: hostnet, namespace: default}
+metadata: {name: hostnet}
 spec:
   hostNetwork: true
   containers: [{name: c, image: `+agnhost+`, imagePullPolicy: Never, args: ["pause"]}]
@@ -573,18 +592,18 @@ spec:
 		if err != nil {
 			t.Fatal(err)
 		}
-		u.mustKubectl(ctx, kctx, "apply", "-f", manifest)
-		u.mustKubectl(ctx, kctx, "wait", "--for=condition=Ready", "pod/hostpid", "pod/hostnet", "--timeout=120s")
+		rc.mustKubectl(ctx, "apply", "-f", manifest)
+		rc.mustKubectl(ctx, "wait", "--for=condition=Ready", "pod/hostpid", "pod/hostnet", "--timeout=120s")
 		// hostPID: the supervisor (a process of rootlesskit's pid
 		// namespace, the host's) is visible.
 		sup, err := os.ReadFile(filepath.Join(state, "run", "supervisor", "kubernix", "pid"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := u.kubectl(ctx, kctx, "exec", "hostpid", "--", "test", "-d", "/proc/"+strings.TrimSpace(string(sup))); err != nil {
+		if _, err := rc.kubectl(ctx, "exec", "hostpid", "--", "test", "-d", "/proc/"+strings.TrimSpace(string(sup))); err != nil {
 			t.Errorf("hostPID pod does not see the supervisor's pid %s: %v", strings.TrimSpace(string(sup)), err)
 		}
-		out := u.mustKubectl(ctx, kctx, "exec", "hostnet", "--", "cat", "/proc/net/dev")
+		out := rc.mustKubectl(ctx, "exec", "hostnet", "--", "cat", "/proc/net/dev")
 		if !strings.Contains(out, "tap0") {
 			t.Errorf("hostNetwork pod does not see the namespace's tap0:\n%s", out)
 		}
@@ -596,10 +615,8 @@ spec:
 		node := name + "-node-0"
 		c := netpolCluster{
 			kubectl:     func(ctx context.Context, args ...string) (string, error) { return u.kubectl(ctx, kctx, args...) },
-			manifestDir: u.home, namespace: "e2e-netpol", nodes: [2]string{node, node},
+			manifestDir: rc.dir, namespace: rc.namespace, nodes: [2]string{node, node},
 		}
-		c.mustKubectl(ctx, t, "create", "namespace", c.namespace)
-		t.Cleanup(func() { _, _ = c.kubectl(context.Background(), "delete", "namespace", c.namespace, "--wait=false") })
 		checkNetworkPolicies(ctx, t, c)
 	})
 
@@ -608,42 +625,4 @@ spec:
 			t.Errorf("status exited %d:\n%s", code, out)
 		}
 	})
-
-	downStart := time.Now()
-	out, code = u.kubernix(ctx, "down", "--name", name)
-	if code != 0 {
-		t.Fatalf("down as %s exited %d:\n%s", u.name, code, out)
-	}
-	t.Logf("down took %s:\n%s", time.Since(downStart), out)
-
-	var left []string
-	left = append(left, u.processes()...)
-	for _, cg := range u.childCgroups() {
-		left = append(left, "cgroup "+cg)
-	}
-	if b, err := os.ReadFile(filepath.Join(u.home, ".kube", "config")); err == nil && strings.Contains(string(b), kctx) {
-		left = append(left, "kubeconfig context "+kctx+" in ~/.kube/config")
-	}
-	h := hash8(name)
-	links, _ := exec.Command("ip", "-o", "link", "show").Output()
-	for _, line := range strings.Split(string(links), "\n") {
-		if strings.Contains(line, "kx-"+h) || strings.Contains(line, "kc-"+h) {
-			left = append(left, "link: "+line)
-		}
-	}
-	routes, _ := exec.Command("ip", "route", "show", "table", "all").Output()
-	for _, line := range strings.Split(string(routes), "\n") {
-		if strings.Contains(line, "10.205.") {
-			left = append(left, "route: "+line)
-		}
-	}
-	mounts, _ := os.ReadFile("/proc/self/mountinfo")
-	for _, line := range strings.Split(string(mounts), "\n") {
-		if strings.Contains(line, state) {
-			left = append(left, "mount: "+line)
-		}
-	}
-	if len(left) > 0 {
-		t.Fatalf("down left behind:\n%s", strings.Join(left, "\n"))
-	}
 }

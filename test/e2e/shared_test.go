@@ -22,7 +22,7 @@ import (
 )
 
 // TestMain runs the package's tests, then brings down the clusters they
-// shared (see sharedCluster) and checks that nothing of them is left: a
+// shared (see sharedCluster and sharedRootlessCluster) and checks that nothing of them is left: a
 // leftover fails the run as a failed test would.
 func TestMain(m *testing.M) {
 	flag.Parse()
@@ -33,10 +33,15 @@ func TestMain(m *testing.M) {
 	}
 	defer restore()
 	code := m.Run()
-	if err := sharedRoot.close(); err != nil {
-		fmt.Fprintf(os.Stderr, "FAIL: shared cluster %s: %v\n", sharedRoot.name, err)
-		if code == 0 {
-			code = 1
+	for _, s := range []struct {
+		name  string
+		close func() error
+	}{{sharedRoot.name, sharedRoot.close}, {sharedRootless.name, sharedRootless.close}} {
+		if err := s.close(); err != nil {
+			fmt.Fprintf(os.Stderr, "FAIL: shared cluster %s: %v\n", s.name, err)
+			if code == 0 {
+				code = 1
+			}
 		}
 	}
 	restore()
