@@ -52,17 +52,22 @@ type scheduler struct {
 	lastAsk  time.Time
 	dispatch *time.Timer // pending hand-out, nil when none
 	asked    int         // how many waits began, for their order
+	// running counts the members of each group (the tests of one shared
+	// cluster) that hold its slot: a group holds one slot while any
+	// member runs, and its members run side by side on it.
+	running map[string]int
 }
 
 // slotWait is a test waiting for a slot; ready is closed when it has one.
 type slotWait struct {
 	weight int
 	seq    int
+	group  string // the shared cluster's name; "" for a test of its own
 	ready  chan struct{}
 }
 
 func newScheduler(n int) *scheduler {
-	return &scheduler{free: n}
+	return &scheduler{free: n, running: map[string]int{}}
 }
 
 // acquire blocks t until it holds a slot, which it gives back when it
@@ -77,23 +82,69 @@ func (s *scheduler) acquire(t *testing.T, weight int) {
 	t.Cleanup(release)
 }
 
+// acquireShared is acquire for a test of the shared cluster named group:
+// the group's tests run side by side on one slot (they add pods to one
+// cluster, not clusters), which its first member waits for as acquire
+// does. When the last running member ends, the slot goes back and idle
+// (which brings the cluster down) runs; its error fails that test.
+// The tests of a group all ask at once, when Go starts the parallel
+// tests, so the cluster lives about as long as its longest test.
+func (s *scheduler) acquireShared(t *testing.T, weight int, group string, idle func() error) {
+	t.Helper()
+	asked := time.Now()
+	release := s.waitGroup(weight, group)
+	t.Logf("kubernix-e2e: slot of %s after %s", group, time.Since(asked).Round(time.Second))
+	t.Cleanup(func() {
+		if last := release(); last {
+			if err := idle(); err != nil {
+				t.Errorf("shared cluster %s: %v", group, err)
+			}
+		}
+	})
+}
+
 // wait blocks until the caller holds a slot and returns what gives it
 // back (once).
 func (s *scheduler) wait(weight int) (release func()) {
+	r := s.waitGroup(weight, "")
+	return func() { r() }
+}
+
+// waitGroup blocks until the caller holds a slot, or, for a member of
+// group (not ""), until the group does, and returns what gives it back
+// (once): it reports whether it was the group's last running member,
+// which gave the group's slot back.
+func (s *scheduler) waitGroup(weight int, group string) (release func() (last bool)) {
 	s.mu.Lock()
-	s.asked++
-	w := &slotWait{weight: weight, seq: s.asked, ready: make(chan struct{})}
-	s.waiting = append(s.waiting, w)
-	s.lastAsk = time.Now()
-	s.schedule()
-	s.mu.Unlock()
-	<-w.ready
-	return sync.OnceFunc(func() {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		s.free++
+	if group != "" && s.running[group] > 0 {
+		s.running[group]++
+		s.mu.Unlock()
+	} else {
+		s.asked++
+		w := &slotWait{weight: weight, seq: s.asked, group: group, ready: make(chan struct{})}
+		s.waiting = append(s.waiting, w)
+		s.lastAsk = time.Now()
 		s.schedule()
-	})
+		s.mu.Unlock()
+		<-w.ready
+	}
+	var once sync.Once
+	return func() (last bool) {
+		once.Do(func() {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			if group != "" {
+				s.running[group]--
+				if s.running[group] > 0 {
+					return
+				}
+				last = true
+			}
+			s.free++
+			s.schedule()
+		})
+		return last
+	}
 }
 
 // schedule arranges for the waiting tests to get the free slots once no
@@ -123,7 +174,21 @@ func (s *scheduler) handOut() {
 	})
 	for s.free > 0 && len(s.waiting) > 0 {
 		s.free--
-		close(s.waiting[0].ready)
+		w := s.waiting[0]
 		s.waiting = s.waiting[1:]
+		close(w.ready)
+		if w.group == "" {
+			continue
+		}
+		// The group's other waiting members join it on its slot.
+		s.running[w.group]++
+		s.waiting = slices.DeleteFunc(s.waiting, func(o *slotWait) bool {
+			if o.group != w.group {
+				return false
+			}
+			s.running[w.group]++
+			close(o.ready)
+			return true
+		})
 	}
 }

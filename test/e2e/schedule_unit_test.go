@@ -1,10 +1,12 @@
 package e2e
 
 import (
+	"maps"
 	"runtime"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 )
 
 // TestSchedulerOrder checks the order in which a scheduler of one slot
@@ -97,5 +99,78 @@ func waitAsked(s *scheduler, n int) {
 			return
 		}
 		runtime.Gosched()
+	}
+}
+
+// TestSchedulerGroup checks the slot of a shared cluster's tests: its
+// members hold one slot together (all at once, while a test of its own
+// waits for the slot), a member asking while the group runs joins it
+// without waiting, and only the last member to end gives the slot back
+// and is told so (it brings the cluster down).
+func TestSchedulerGroup(t *testing.T) {
+	s := newScheduler(1)
+	holder := s.wait(weightDefault) // everyone asks before the hand-out
+	ready := make(chan string, 4)
+	releases := map[string]func() bool{}
+	var mu sync.Mutex
+	ask := func(name, group string, n int) {
+		go func() {
+			r := s.waitGroup(weightDefault, group)
+			mu.Lock()
+			releases[name] = r
+			mu.Unlock()
+			ready <- name
+		}()
+		waitAsked(s, n)
+	}
+	ask("a", "g", 2)
+	ask("own", "", 3)
+	ask("b", "g", 4)
+	holder()
+	// next is the next test to run; a scheduler that never lets one run
+	// fails here rather than hanging the package.
+	next := func() string {
+		t.Helper()
+		select {
+		case name := <-ready:
+			return name
+		case <-time.After(30 * time.Second):
+			t.Fatal("no test got the slot")
+			return ""
+		}
+	}
+	got := []string{next(), next()}
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"a", "b"}) {
+		t.Fatalf("first to run: %v, want the group's a and b together", got)
+	}
+	ask("c", "g", 4) // joins the running group: no new wait
+	if name := next(); name != "c" {
+		t.Fatalf("%s ran, want c to join the group", name)
+	}
+	mu.Lock()
+	release := maps.Clone(releases) // own's goroutine writes releases later
+	mu.Unlock()
+	for _, name := range []string{"a", "c"} {
+		if last := release[name](); last {
+			t.Errorf("%s's release reported the last member, while b runs", name)
+		}
+	}
+	select {
+	case name := <-ready:
+		t.Fatalf("%s ran while the group held the slot", name)
+	default:
+	}
+	if last := release["b"](); !last {
+		t.Error("b's release, the group's last, did not report it")
+	}
+	if last := release["b"](); last {
+		t.Error("a second release of b reported the last member again")
+	}
+	if name := next(); name != "own" {
+		t.Fatalf("%s ran, want the test of its own once the group ended", name)
+	}
+	if s.running["g"] != 0 || s.free != 0 {
+		t.Errorf("group g: %d running, %d free slots; want 0 and 0 (own holds it)", s.running["g"], s.free)
 	}
 }

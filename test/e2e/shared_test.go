@@ -89,10 +89,11 @@ func raiseInotifyInstances() (restore func(), err error) {
 // sharedRoot is the multi-node root cluster (two nodes, every default
 // addon) of the tests that only read their cluster or add objects of their
 // own, which they remove at their end (sharedCluster). Made by the first
-// test that asks for it, brought down by TestMain.
+// test that asks for it, brought down (with the leak check) when the last
+// of them ends (scheduler.acquireShared), or else by TestMain.
 var sharedRoot = &shared{name: "kx-shared", cidr: "10.150.0.0/16", nodes: 2}
 
-// shared is a cluster several tests use one after another.
+// shared is a cluster several tests use side by side.
 type shared struct {
 	name, cidr string
 	nodes      int
@@ -117,15 +118,16 @@ func (s *shared) nodeNames() []string {
 // namespace of t's own (named after the test), which is deleted, with what
 // t made in it, when t ends. A test that makes cluster-wide objects
 // removes them itself, under names of its own. t runs in parallel
-// (t.Parallel) with the other tests on the cluster and the package's other
-// parallel tests: after every sequential one, so never beside one that
+// (t.Parallel) with the other tests on the cluster, which hold one slot
+// together (scheduler.acquireShared), and the package's other parallel
+// tests: after every sequential one, so never beside one that
 // needs the host alone (hostAlone). It skips as newEnv does, and fails t
 // when the cluster could not start.
 func sharedCluster(t *testing.T) *env {
 	t.Helper()
 	binDir := requireIntegration(t, "start a cluster")
 	t.Parallel()
-	slots.acquire(t, weightDefault)
+	slots.acquireShared(t, weightDefault, sharedRoot.name, sharedRoot.close)
 	s := sharedRoot
 	s.mu.Lock()
 	if s.env == nil && s.err == nil {

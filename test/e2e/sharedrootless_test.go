@@ -87,8 +87,9 @@ func (s *setupScope) close() error {
 // sharedRootless is the one-node rootless cluster of the rootless tests
 // that only read their cluster or add namespaced objects of their own
 // (sharedRootlessCluster): one user, prepared as TestRootless describes,
-// runs it. Started by the first test that asks, brought down by TestMain,
-// which then checks that nothing of it is left (rootlessCluster.leftovers).
+// runs it. Started by the first test that asks, brought down when the
+// last of them ends (scheduler.acquireShared), or else by TestMain, and
+// then checked for anything left (rootlessCluster.leftovers).
 var sharedRootless = &sharedRL{user: "kxrlshared", name: "kx-rs", cidr: "10.151.0.0/16"}
 
 // sharedRL is a rootless cluster several tests use side by side.
@@ -103,14 +104,17 @@ type sharedRL struct {
 
 // sharedRootlessCluster returns, for test t, the shared rootless cluster
 // (starting it first if no test did) with a namespace of t's own, named
-// after the test, in which the cluster's kubectl acts; the namespace and
-// what t made in it are deleted when t ends. t runs in parallel with the
-// package's other parallel tests (rootlessParallel). It skips as
-// newRootlessUser does, and fails t when the cluster could not start.
+// after the test, in which the cluster's kubectl acts, and a directory of
+// its own in the user's home for manifests (dir); both, with what t made
+// in them, are deleted when t ends. t runs in parallel with the package's
+// other parallel tests, on one slot with the cluster's other tests
+// (scheduler.acquireShared). It skips as newRootlessUser does, and fails
+// t when the cluster could not start.
 func sharedRootlessCluster(t *testing.T) *rootlessCluster {
 	t.Helper()
 	binDir := requireRootless(t)
-	rootlessParallel(t)
+	t.Parallel()
+	slots.acquireShared(t, weightDefault, sharedRootless.name, sharedRootless.close)
 	s := sharedRootless
 	s.mu.Lock()
 	if s.scope == nil {
