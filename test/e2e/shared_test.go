@@ -70,7 +70,17 @@ func raiseInotifyInstances() (restore func(), err error) {
 	if err != nil {
 		return nothing, err
 	}
+	// A run killed before its restore left the host's value in the
+	// ledger: that, not the raised one, is what to restore.
+	if b, err := os.ReadFile(inotifyLedger); err == nil {
+		if v := strings.TrimSpace(string(b)); v != "" {
+			old = v
+		}
+	}
 	if n, err := strconv.Atoi(old); err != nil || n >= inotifyInstances {
+		return nothing, err
+	}
+	if err := os.WriteFile(inotifyLedger, []byte(old+"\n"), 0o644); err != nil {
 		return nothing, err
 	}
 	if err := sysctl.Set(key, strconv.Itoa(inotifyInstances)); err != nil {
@@ -81,10 +91,17 @@ func raiseInotifyInstances() (restore func(), err error) {
 		once.Do(func() {
 			if err := sysctl.Set(key, old); err != nil {
 				fmt.Fprintf(os.Stderr, "restore %s=%s: %v\n", key, old, err)
+				return
 			}
+			os.Remove(inotifyLedger)
 		})
 	}, nil
 }
+
+// inotifyLedger holds the host's fs.inotify.max_user_instances while a
+// run has raised it, so that the next run restores it if this one is
+// killed before it could.
+const inotifyLedger = "/run/kubernix-e2e-inotify-instances"
 
 // sharedRoot is the multi-node root cluster (two nodes, every default
 // addon) of the tests that only read their cluster or add objects of their
