@@ -254,13 +254,7 @@ func (e *env) leftovers(nodes []string, hostKubeChains bool) []string {
 			out = append(out, "iptables: "+line)
 		}
 	}
-	routes, _ := exec.Command("ip", "route", "show", "table", "all").Output()
-	prefix := strings.Join(strings.SplitN(e.cidr, ".", 3)[:2], ".") + "."
-	for _, line := range strings.Split(string(routes), "\n") {
-		if strings.Contains(line, prefix) {
-			out = append(out, "route: "+line)
-		}
-	}
+	out = append(out, routesLeft(e.cidr)...)
 	for _, n := range nodes {
 		matches, _ := filepath.Glob("/sys/fs/cgroup/*/kubernix/" + n)
 		for _, m := range matches {
@@ -268,6 +262,25 @@ func (e *env) leftovers(nodes []string, hostKubeChains bool) []string {
 		}
 	}
 	return out
+}
+
+// routesLeft lists the host's routes (every table) that name an address
+// of cidr's /16, such as "10.163.": each line prefixed "route: ".
+func routesLeft(cidr string) []string {
+	var out []string
+	routes, _ := exec.Command("ip", "route", "show", "table", "all").Output()
+	for _, line := range strings.Split(string(routes), "\n") {
+		if strings.Contains(line, cidr16(cidr)) {
+			out = append(out, "route: "+line)
+		}
+	}
+	return out
+}
+
+// cidr16 is the first two octets of the IPv4 range cidr with a dot,
+// "10.163." for 10.163.0.0/16: the tests' ranges are /16s.
+func cidr16(cidr string) string {
+	return strings.Join(strings.SplitN(cidr, ".", 3)[:2], ".") + "."
 }
 
 // requireIntegration skips the test unless it may change the host: not

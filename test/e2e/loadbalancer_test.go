@@ -211,7 +211,7 @@ func TestRootlessLoadBalancer(t *testing.T) {
 	rc := sharedRootlessCluster(t)
 	const rlPort = "18090"
 	// The default pool is the /20 at .32.0 of the cluster's /16.
-	rlIP := strings.Join(strings.SplitN(rc.cidr, ".", 3)[:2], ".") + ".32.1"
+	rlIP := cidr16(rc.cidr) + "32.1"
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	manifest := filepath.Join(rc.dir, "lb.yaml")

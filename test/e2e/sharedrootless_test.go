@@ -220,13 +220,7 @@ func (rc *rootlessCluster) leftovers() []string {
 			left = append(left, "link: "+line)
 		}
 	}
-	prefix := strings.Join(strings.SplitN(rc.cidr, ".", 3)[:2], ".") + "."
-	routes, _ := exec.Command("ip", "route", "show", "table", "all").Output()
-	for _, line := range strings.Split(string(routes), "\n") {
-		if strings.Contains(line, prefix) {
-			left = append(left, "route: "+line)
-		}
-	}
+	left = append(left, routesLeft(rc.cidr)...)
 	mounts, _ := os.ReadFile("/proc/self/mountinfo")
 	for _, line := range strings.Split(string(mounts), "\n") {
 		if strings.Contains(line, rc.state) {
