@@ -163,7 +163,7 @@ func checkDownOutput(t *testing.T, verb, out string, code int, record string) {
 // down: the leak check finds nothing, no process of it runs, and the
 // output names the damaged file. `status` says it is damaged.
 func TestDamagedRecordDown(t *testing.T) {
-	e := newEnv(t, "dmg-run", "10.231.0.0/16", "--nodes", "2")
+	e := newEnv(t, "dmg-run", "10.231.0.0/16", "--nodes", "2", leanAddons)
 	e.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -191,7 +191,7 @@ func TestDamagedRecordDown(t *testing.T) {
 // with the damage as the reason, and `down` removes all of it from the
 // run records.
 func TestDamagedRecordKilled(t *testing.T) {
-	e := newEnv(t, "dmg-kill", "10.232.0.0/16", "--nodes", "2")
+	e := newEnv(t, "dmg-kill", "10.232.0.0/16", "--nodes", "2", leanAddons)
 	e.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -221,7 +221,7 @@ func TestDamagedRecordKilled(t *testing.T) {
 // is found by down all the same (its supervisor's and components' run
 // records remain), and down removes all of it.
 func TestDamagedRecordMissing(t *testing.T) {
-	e := newEnv(t, "dmg-miss", "10.233.0.0/16")
+	e := newEnv(t, "dmg-miss", "10.233.0.0/16", leanAddons)
 	e.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
@@ -244,7 +244,7 @@ func TestDamagedRecordMissing(t *testing.T) {
 // kubernix.toml got a line of garbage brings it down and removes its
 // state dir, its name claim and its kubeconfig context.
 func TestDamagedRecordDelete(t *testing.T) {
-	e := newEnv(t, "dmg-del", "10.234.0.0/16")
+	e := newEnv(t, "dmg-del", "10.234.0.0/16", leanAddons)
 	e.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()

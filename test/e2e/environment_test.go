@@ -42,7 +42,7 @@ var notPassed = []string{"ETCD_NAME=", "ETCD_DATA_DIR=", "REGISTRY_HTTP_ADDR=127
 // run.json records (the proxy's password redacted) and `up --dry-run`
 // shows.
 func TestEnvironment(t *testing.T) {
-	e := newEnv(t, "kxenv", "10.131.0.0/16")
+	e := newEnv(t, "kxenv", "10.131.0.0/16", "--addons", "registry")
 	e.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()

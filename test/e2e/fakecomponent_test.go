@@ -27,7 +27,7 @@ import (
 // lists and prints their logs, and down after a SIGKILLed supervisor
 // stops them with the rest, leaving nothing behind.
 func TestFakeComponent(t *testing.T) {
-	e := newEnv(t, "fake-e2e", "10.108.0.0/16", "--nodes", "2")
+	e := newEnv(t, "fake-e2e", "10.108.0.0/16", "--nodes", "2", leanAddons)
 	e.parallel()
 	e.binDir = fakeBinDir(t, e.binDir)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

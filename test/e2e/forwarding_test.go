@@ -32,7 +32,8 @@ import (
 // nftables tables back.
 func TestForwardingOnlyForTheCluster(t *testing.T) {
 	hostAlone(t)
-	e := newEnv(t, "e2e-fwd", "10.241.0.0/16", "--nodes", "2")
+	e := newEnv(t, "e2e-fwd", "10.241.0.0/16", "--nodes", "2", leanAddons)
+	e.ownRegistryPort()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	pair := newRoutedHost(t, "0")
@@ -77,7 +78,8 @@ func TestForwardingOnlyForTheCluster(t *testing.T) {
 // no netpol-agent runs.
 func TestForwardingAlreadyOn(t *testing.T) {
 	hostAlone(t)
-	e := newEnv(t, "e2e-fwd-on", "10.242.0.0/16", "--network-policy=false")
+	e := newEnv(t, "e2e-fwd-on", "10.242.0.0/16", "--network-policy=false", leanAddons)
+	e.ownRegistryPort()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	pair := newRoutedHost(t, "1")
@@ -109,7 +111,8 @@ func TestForwardingAlreadyOn(t *testing.T) {
 // says so), the others are the host's again, and so is the FORWARD policy.
 func TestSysctlsChangedMeanwhileStay(t *testing.T) {
 	hostAlone(t)
-	e := newEnv(t, "e2e-sysctl", "10.243.0.0/16")
+	e := newEnv(t, "e2e-sysctl", "10.243.0.0/16", leanAddons)
+	e.ownRegistryPort()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	host := map[string]string{"kernel.panic": "0", "vm.overcommit_memory": "0", "net.ipv4.ip_forward": "0"}

@@ -36,7 +36,7 @@ import (
 // after a restart) and `kubernix image load` (a good tarball into every
 // node, a corrupt one refused without leftovers).
 func TestImages(t *testing.T) {
-	e := newEnv(t, "e2e-images", "10.203.0.0/16", "--nodes", "2")
+	e := newEnv(t, "e2e-images", "10.203.0.0/16", "--nodes", "2", leanAddons)
 	e.parallelAt(weightLongest)
 	nodes := []string{"e2e-images-node-0", "e2e-images-node-1"}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)

@@ -244,7 +244,7 @@ func TestRootlessUserPath(t *testing.T) {
 	if out, code := u.kubernix(ctx, "doctor"); code != 0 {
 		t.Errorf("doctor as %s with PATH %s exited %d:\n%s", u.name, u.path, code, out)
 	}
-	out, code := u.kubernix(ctx, "up", "--detach", "--name", rc.name, "--cidr", "10.172.0.0/16")
+	out, code := u.kubernix(ctx, "up", "--detach", "--name", rc.name, "--cidr", "10.172.0.0/16", leanAddons)
 	if code != 0 {
 		log, _ := os.ReadFile(filepath.Join(rc.state, "logs", "supervisor", "supervisor.log"))
 		t.Fatalf("up --detach as %s with PATH %s exited %d:\n%s\nsupervisor log:\n%s", u.name, u.path, code, out, log)

@@ -23,7 +23,7 @@ import (
 // through its admin kubeconfig; the user's file is never touched, by up or
 // by down.
 func TestKubeconfigMalformed(t *testing.T) {
-	e := newEnv(t, "kcfbad", "10.64.0.0/16")
+	e := newEnv(t, "kcfbad", "10.64.0.0/16", leanAddons)
 	e.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -72,7 +72,7 @@ func TestKubeconfigMalformed(t *testing.T) {
 // a different environment (no sudo, another $KUBECONFIG and $HOME),
 // removes the context from that same file, which keeps its owner and mode.
 func TestKubeconfigSudo(t *testing.T) {
-	e := newEnv(t, "kcfsudo", "10.66.0.0/16")
+	e := newEnv(t, "kcfsudo", "10.66.0.0/16", leanAddons)
 	e.parallel()
 	u := newTestUser(t, "kxkcfg")
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)

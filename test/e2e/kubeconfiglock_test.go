@@ -31,7 +31,7 @@ import (
 // so the merge, once it holds the lock, waits in the read of the file
 // until the test kills the supervisor that holds it.
 func TestKubeconfigStaleLock(t *testing.T) {
-	first := newEnv(t, "kxlock1", "10.132.0.0/16")
+	first := newEnv(t, "kxlock1", "10.132.0.0/16", leanAddons)
 	first.parallelAt(weightLong)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -101,7 +101,7 @@ func TestKubeconfigStaleLock(t *testing.T) {
 		t.Fatalf("the lock is gone before the next up: %v", err)
 	}
 
-	second := newEnv(t, "kxlock2", "10.133.0.0/16")
+	second := newEnv(t, "kxlock2", "10.133.0.0/16", leanAddons)
 	second.parallel()
 	second.kubeconfig = kubeconfig
 	second.downOnCleanup()

@@ -22,7 +22,7 @@ const badRecord = "nodes = \"three\"\n"
 // sees (an unreadable record of the last run) makes `kubernix up --detach`
 // exit 2, as the supervisor does, naming the file; nothing is left running.
 func TestNotifyDetachExitCode(t *testing.T) {
-	e := newEnv(t, "nt-notify", notifyCIDR)
+	e := newEnv(t, "nt-notify", notifyCIDR, leanAddons)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	record := filepath.Join(e.stateDir, "kubernix.toml")

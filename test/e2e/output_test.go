@@ -294,7 +294,7 @@ func TestOutputRootless(t *testing.T) {
 	}
 
 	kc := filepath.Join(runDir, "kc")
-	if out, code := u.kubernix(ctx, "up", "--detach", "--name", name, "--cidr", "10.177.0.0/16", "--kubeconfig", kc); code != 0 {
+	if out, code := u.kubernix(ctx, "up", "--detach", "--name", name, "--cidr", "10.177.0.0/16", "--kubeconfig", kc, leanAddons); code != 0 {
 		t.Fatalf("up --kubeconfig %s exited %d:\n%s", kc, code, out)
 	}
 	cfg, err := clientcmd.LoadFromFile(kc)

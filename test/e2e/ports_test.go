@@ -94,7 +94,7 @@ func writePortsConfig(t *testing.T, content string) string {
 // the host ports are free; after a SIGKILL of the supervisor and down as
 // well.
 func TestPorts(t *testing.T) {
-	e := newEnv(t, "kxp-e2e", portsCIDR, "--nodes", "2", "--config", writePortsConfig(t, rootPorts.config()))
+	e := newEnv(t, "kxp-e2e", portsCIDR, "--nodes", "2", "--config", writePortsConfig(t, rootPorts.config()), leanAddons)
 	e.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -248,7 +248,7 @@ func TestPortsRootless(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	out, code := u.kubernix(ctx, "up", "--detach", "--name", name, "--cidr", portsCIDR, "--config", filepath.Join(u.home, "cluster.toml"))
+	out, code := u.kubernix(ctx, "up", "--detach", "--name", name, "--cidr", portsCIDR, "--config", filepath.Join(u.home, "cluster.toml"), leanAddons)
 	if code != 0 {
 		log, _ := os.ReadFile(filepath.Join(rc.state, "logs", "supervisor", "supervisor.log"))
 		t.Fatalf("up --detach as %s exited %d:\n%s\nsupervisor log:\n%s", u.name, code, out, log)

@@ -126,7 +126,8 @@ var hostFiles sync.Mutex
 var rootlessUps sync.Mutex
 
 // rootlessParallel lets rootless test t run beside the package's other
-// parallel tests (t.Parallel), after every sequential one. A rootless
+// parallel tests (t.Parallel), after every sequential one, hostAlone ones
+// included (kindRootless). A rootless
 // cluster lives in rootlesskit's namespaces: all it holds on the host is
 // its user, cgroups and ports on 127.0.0.1. Only a test whose user and
 // CIDR are its own, that expects no particular apiserver or registry port
@@ -135,7 +136,7 @@ var rootlessUps sync.Mutex
 func rootlessParallel(t *testing.T) {
 	t.Helper()
 	t.Parallel()
-	slots.acquire(t, weightDefault)
+	slots.acquire(t, weightDefault, kindRootless)
 }
 
 // addSubIDs grants the user 65536 subordinate uids and gids from a range

@@ -56,13 +56,37 @@ type scheduler struct {
 	// cluster) that hold its slot: a group holds one slot while any
 	// member runs, and its members run side by side on it.
 	running map[string]int
+	// roots is how many slots tests of kindRoot hold (a group's one);
+	// alone says whether a test of kindHostAlone holds one.
+	roots int
+	alone bool
 }
+
+// kind is what a test's clusters take of the host, which decides what
+// may run beside it.
+type kind int
+
+const (
+	// kindRoot: root clusters, which share the host with one another
+	// (each its own names, ranges and ports).
+	kindRoot kind = iota
+	// kindRootless: rootless clusters, which hold only their user, a
+	// delegated cgroup subtree and ports on 127.0.0.1, and no network
+	// namespace, link, rule, route or sysctl of the host's: they run
+	// beside anything, kindHostAlone tests included.
+	kindRootless
+	// kindHostAlone: a test that must be the host's only root cluster
+	// (hostAlone). It starts when no kindRoot test runs, and while one
+	// waits no kindRoot test starts, so that it is not starved.
+	kindHostAlone
+)
 
 // slotWait is a test waiting for a slot; ready is closed when it has one.
 type slotWait struct {
 	weight int
 	seq    int
 	group  string // the shared cluster's name; "" for a test of its own
+	kind   kind
 	ready  chan struct{}
 }
 
@@ -70,14 +94,14 @@ func newScheduler(n int) *scheduler {
 	return &scheduler{free: n, running: map[string]int{}}
 }
 
-// acquire blocks t until it holds a slot, which it gives back when it
-// ends (t.Cleanup). Each test asks once, right after t.Parallel (which
-// panics when called twice), through parallelAt, sharedCluster or
-// rootlessParallel.
-func (s *scheduler) acquire(t *testing.T, weight int) {
+// acquire blocks t, whose clusters are of kind k, until it holds a
+// slot, which it gives back when it ends (t.Cleanup). Each test asks
+// once, right after t.Parallel (which panics when called twice), through
+// parallelAt, sharedCluster, rootlessParallel or hostAlone.
+func (s *scheduler) acquire(t *testing.T, weight int, k kind) {
 	t.Helper()
 	asked := time.Now()
-	release := s.wait(weight)
+	release := s.wait(weight, k)
 	t.Logf("kubernix-e2e: slot after %s", time.Since(asked).Round(time.Second))
 	t.Cleanup(release)
 }
@@ -89,10 +113,10 @@ func (s *scheduler) acquire(t *testing.T, weight int) {
 // (which brings the cluster down) runs; its error fails that test.
 // The tests of a group all ask at once, when Go starts the parallel
 // tests, so the cluster lives about as long as its longest test.
-func (s *scheduler) acquireShared(t *testing.T, weight int, group string, idle func() error) {
+func (s *scheduler) acquireShared(t *testing.T, weight int, group string, k kind, idle func() error) {
 	t.Helper()
 	asked := time.Now()
-	release := s.waitGroup(weight, group)
+	release := s.waitGroup(weight, group, k)
 	t.Logf("kubernix-e2e: slot of %s after %s", group, time.Since(asked).Round(time.Second))
 	t.Cleanup(func() {
 		if last := release(); last {
@@ -103,25 +127,26 @@ func (s *scheduler) acquireShared(t *testing.T, weight int, group string, idle f
 	})
 }
 
-// wait blocks until the caller holds a slot and returns what gives it
-// back (once).
-func (s *scheduler) wait(weight int) (release func()) {
-	r := s.waitGroup(weight, "")
+// wait blocks until the caller, a test of kind k, holds a slot and
+// returns what gives it back (once).
+func (s *scheduler) wait(weight int, k kind) (release func()) {
+	r := s.waitGroup(weight, "", k)
 	return func() { r() }
 }
 
-// waitGroup blocks until the caller holds a slot, or, for a member of
-// group (not ""), until the group does, and returns what gives it back
-// (once): it reports whether it was the group's last running member,
-// which gave the group's slot back.
-func (s *scheduler) waitGroup(weight int, group string) (release func() (last bool)) {
+// waitGroup blocks until the caller, of kind k, holds a slot, or, for a
+// member of group (not ""), until the group does, and returns what gives
+// it back (once): it reports whether it was the group's last running
+// member, which gave the group's slot back. A group's members are all of
+// one kind.
+func (s *scheduler) waitGroup(weight int, group string, k kind) (release func() (last bool)) {
 	s.mu.Lock()
 	if group != "" && s.running[group] > 0 {
 		s.running[group]++
 		s.mu.Unlock()
 	} else {
 		s.asked++
-		w := &slotWait{weight: weight, seq: s.asked, group: group, ready: make(chan struct{})}
+		w := &slotWait{weight: weight, seq: s.asked, group: group, kind: k, ready: make(chan struct{})}
 		s.waiting = append(s.waiting, w)
 		s.lastAsk = time.Now()
 		s.schedule()
@@ -141,6 +166,12 @@ func (s *scheduler) waitGroup(weight int, group string) (release func() (last bo
 				last = true
 			}
 			s.free++
+			switch k {
+			case kindRoot:
+				s.roots--
+			case kindHostAlone:
+				s.alone = false
+			}
 			s.schedule()
 		})
 		return last
@@ -156,8 +187,8 @@ func (s *scheduler) schedule() {
 	s.dispatch = time.AfterFunc(time.Until(s.lastAsk.Add(slotsSettle)), s.handOut)
 }
 
-// handOut gives the free slots to the waiting tests of highest weight,
-// or waits on if one asked within slotsSettle.
+// handOut gives the free slots to the waiting tests of highest weight
+// that may start (mayStart), or waits on if one asked within slotsSettle.
 func (s *scheduler) handOut() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -172,10 +203,20 @@ func (s *scheduler) handOut() {
 		}
 		return a.seq - b.seq
 	})
-	for s.free > 0 && len(s.waiting) > 0 {
+	for i := 0; s.free > 0 && i < len(s.waiting); {
+		w := s.waiting[i]
+		if !s.mayStart(w.kind) {
+			i++
+			continue
+		}
+		s.waiting = slices.Delete(s.waiting, i, i+1)
 		s.free--
-		w := s.waiting[0]
-		s.waiting = s.waiting[1:]
+		switch w.kind {
+		case kindRoot:
+			s.roots++
+		case kindHostAlone:
+			s.alone = true
+		}
 		close(w.ready)
 		if w.group == "" {
 			continue
@@ -190,5 +231,18 @@ func (s *scheduler) handOut() {
 			close(o.ready)
 			return true
 		})
+		i = 0 // the members may have stood before i
 	}
+}
+
+// mayStart says whether a test of kind k may start now, beside the tests
+// that hold slots (see kind). s.mu is held.
+func (s *scheduler) mayStart(k kind) bool {
+	switch k {
+	case kindRootless:
+		return true
+	case kindHostAlone:
+		return s.roots == 0 && !s.alone
+	}
+	return !s.alone && !slices.ContainsFunc(s.waiting, func(w *slotWait) bool { return w.kind == kindHostAlone })
 }

@@ -26,7 +26,7 @@ func TestSchedulerOrder(t *testing.T) {
 			s := newScheduler(1)
 			// The slot is held until every test asked, so the order is
 			// the scheduler's, not the goroutines'.
-			holder := s.wait(weightDefault)
+			holder := s.wait(weightDefault, kindRoot)
 			var (
 				mu   sync.Mutex
 				got  []int
@@ -36,7 +36,7 @@ func TestSchedulerOrder(t *testing.T) {
 				done.Add(1)
 				go func() {
 					defer done.Done()
-					release := s.wait(w)
+					release := s.wait(w, kindRoot)
 					mu.Lock()
 					got = append(got, i)
 					mu.Unlock()
@@ -67,7 +67,7 @@ func TestSchedulerLimit(t *testing.T) {
 		done.Add(1)
 		go func() {
 			defer done.Done()
-			release := s.wait(i % 3 * weightLong)
+			release := s.wait(i%3*weightLong, kindRoot)
 			mu.Lock()
 			running++
 			most = max(most, running)
@@ -102,6 +102,20 @@ func waitAsked(s *scheduler, n int) {
 	}
 }
 
+// nextReady is the name of the next test to get a slot, sent on ready; a
+// scheduler that never lets one run fails t here rather than hanging the
+// package.
+func nextReady(t *testing.T, ready <-chan string) string {
+	t.Helper()
+	select {
+	case name := <-ready:
+		return name
+	case <-time.After(30 * time.Second):
+		t.Fatal("no test got a slot")
+		return ""
+	}
+}
+
 // TestSchedulerGroup checks the slot of a shared cluster's tests: its
 // members hold one slot together (all at once, while a test of its own
 // waits for the slot), a member asking while the group runs joins it
@@ -109,13 +123,13 @@ func waitAsked(s *scheduler, n int) {
 // and is told so (it brings the cluster down).
 func TestSchedulerGroup(t *testing.T) {
 	s := newScheduler(1)
-	holder := s.wait(weightDefault) // everyone asks before the hand-out
+	holder := s.wait(weightDefault, kindRoot) // everyone asks before the hand-out
 	ready := make(chan string, 4)
 	releases := map[string]func() bool{}
 	var mu sync.Mutex
 	ask := func(name, group string, n int) {
 		go func() {
-			r := s.waitGroup(weightDefault, group)
+			r := s.waitGroup(weightDefault, group, kindRoot)
 			mu.Lock()
 			releases[name] = r
 			mu.Unlock()
@@ -127,18 +141,7 @@ func TestSchedulerGroup(t *testing.T) {
 	ask("own", "", 3)
 	ask("b", "g", 4)
 	holder()
-	// next is the next test to run; a scheduler that never lets one run
-	// fails here rather than hanging the package.
-	next := func() string {
-		t.Helper()
-		select {
-		case name := <-ready:
-			return name
-		case <-time.After(30 * time.Second):
-			t.Fatal("no test got the slot")
-			return ""
-		}
-	}
+	next := func() string { t.Helper(); return nextReady(t, ready) }
 	got := []string{next(), next()}
 	slices.Sort(got)
 	if !slices.Equal(got, []string{"a", "b"}) {
@@ -172,5 +175,67 @@ func TestSchedulerGroup(t *testing.T) {
 	}
 	if s.running["g"] != 0 || s.free != 0 {
 		t.Errorf("group g: %d running, %d free slots; want 0 and 0 (own holds it)", s.running["g"], s.free)
+	}
+}
+
+// TestSchedulerHostAlone checks the kinds of test: a hostAlone test
+// waits until no root test runs, no root test starts while one waits or
+// runs, and rootless tests run beside either.
+func TestSchedulerHostAlone(t *testing.T) {
+	s := newScheduler(2)
+	holder := s.wait(weightDefault, kindRoot)
+	ready := make(chan string, 4)
+	var mu sync.Mutex
+	releases := map[string]func(){}
+	ask := func(name string, k kind, n int) {
+		go func() {
+			r := s.wait(weightDefault, k)
+			mu.Lock()
+			releases[name] = r
+			mu.Unlock()
+			ready <- name
+		}()
+		waitAsked(s, n)
+	}
+	next := func() string { t.Helper(); return nextReady(t, ready) }
+	none := func(when string) {
+		t.Helper()
+		select {
+		case name := <-ready:
+			t.Fatalf("%s: %s got a slot", when, name)
+		case <-time.After(3 * slotsSettle):
+		}
+	}
+	release := func(name string) {
+		mu.Lock()
+		r := releases[name]
+		mu.Unlock()
+		r()
+	}
+	ask("alone", kindHostAlone, 2)
+	ask("root", kindRoot, 3)
+	ask("rootless", kindRootless, 4)
+	if name := next(); name != "rootless" {
+		t.Fatalf("%s got the free slot, want the rootless test (a root one runs, a hostAlone one waits)", name)
+	}
+	release("rootless")
+	none("a root test running, a hostAlone one waiting, a slot free")
+	holder()
+	if name := next(); name != "alone" {
+		t.Fatalf("%s got a slot once no root test ran, want the hostAlone one", name)
+	}
+	ask("rootless2", kindRootless, 5)
+	if name := next(); name != "rootless2" {
+		t.Fatalf("%s got the slot beside the hostAlone test, want the rootless one", name)
+	}
+	none("a hostAlone test running")
+	release("alone")
+	if name := next(); name != "root" {
+		t.Fatalf("%s got the slot once the hostAlone test ended, want the root one", name)
+	}
+	release("rootless2")
+	release("root")
+	if s.free != 2 || s.roots != 0 || s.alone || len(s.waiting) != 0 {
+		t.Errorf("after all: %d free, %d roots, alone %v, %d waiting; want 2, 0, false, 0", s.free, s.roots, s.alone, len(s.waiting))
 	}
 }

@@ -144,7 +144,7 @@ func sharedCluster(t *testing.T) *env {
 	t.Helper()
 	binDir := requireIntegration(t, "start a cluster")
 	t.Parallel()
-	slots.acquireShared(t, weightDefault, sharedRoot.name, sharedRoot.close)
+	slots.acquireShared(t, weightDefault, sharedRoot.name, kindRoot, sharedRoot.close)
 	s := sharedRoot
 	s.mu.Lock()
 	if s.env == nil && s.err == nil {
@@ -232,13 +232,19 @@ func (e *env) run(ctx context.Context, verb string, more ...string) (string, err
 	return string(out), err
 }
 
-// hostAlone brings the shared cluster down (with the leak check) before
-// a test that must be the host's only cluster: one that checks what the
-// first cluster changes on the host and the last one restores (sysctls,
-// the FORWARD policy). The next sharedCluster starts it again. Only a
-// sequential test may call it (no parallel test runs beside it).
+// hostAlone makes t a test that must be the host's only root cluster:
+// one that checks what the first cluster changes on the host and the
+// last one restores (sysctls, the FORWARD policy), or host-wide state
+// another root cluster would add to (kube-proxy's tables in the host's
+// namespace). It runs in parallel (t.Parallel) beside rootless tests
+// only (kindHostAlone): no root test starts while it waits or runs. Its
+// clusters must take their registry port with ownRegistryPort. The shared
+// root cluster is down by then (its group ended, or never started); a
+// close here brings it down (with the leak check) if not.
 func hostAlone(t *testing.T) {
 	t.Helper()
+	t.Parallel()
+	slots.acquire(t, weightDefault, kindHostAlone)
 	if err := sharedRoot.close(); err != nil {
 		t.Fatalf("shared cluster %s: %v", sharedRoot.name, err)
 	}
@@ -286,14 +292,23 @@ func (e *env) parallel() {
 // start first (see slots).
 func (e *env) parallelAt(weight int) {
 	e.t.Helper()
+	e.ownRegistryPort()
+	if _, done := parallelTests.LoadOrStore(e.t, true); !done {
+		e.t.Parallel()
+		slots.acquire(e.t, weight, kindRoot)
+	}
+	claims.take(e.t, e.name, e.cidr)
+}
+
+// ownRegistryPort gives the cluster a registry port no other test's
+// cluster uses (--registry-port), unless its flags or cluster file set
+// one: every parallel test's, and a hostAlone test's, whose clusters run
+// beside rootless ones, which take the first free ports from 5000.
+func (e *env) ownRegistryPort() {
+	e.t.Helper()
 	if !slices.Contains(e.extra, "--registry-port") && !configSetsRegistryPort(e.t, e.extra) {
 		e.extra = append(e.extra, "--registry-port", strconv.Itoa(int(nextRegistryPort.Add(1))))
 	}
-	if _, done := parallelTests.LoadOrStore(e.t, true); !done {
-		e.t.Parallel()
-		slots.acquire(e.t, weight)
-	}
-	claims.take(e.t, e.name, e.cidr)
 }
 
 // parallelTests are the tests that called t.Parallel through parallel

@@ -114,7 +114,7 @@ func sharedRootlessCluster(t *testing.T) *rootlessCluster {
 	t.Helper()
 	binDir := requireRootless(t)
 	t.Parallel()
-	slots.acquireShared(t, weightDefault, sharedRootless.name, sharedRootless.close)
+	slots.acquireShared(t, weightDefault, sharedRootless.name, kindRootless, sharedRootless.close)
 	s := sharedRootless
 	s.mu.Lock()
 	if s.scope == nil {

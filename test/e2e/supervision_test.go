@@ -19,7 +19,7 @@ import (
 // (SIGHUP) brings its cluster down in order, as Ctrl-C does, and leaves
 // nothing behind (issue #11, item 5).
 func TestForegroundSIGHUP(t *testing.T) {
-	e := newEnv(t, "e2e-hup", "10.65.0.0/16")
+	e := newEnv(t, "e2e-hup", "10.65.0.0/16", leanAddons)
 	e.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -82,7 +82,7 @@ func TestForegroundSIGHUP(t *testing.T) {
 // kube-apiserver (SIGSTOP) is found by its liveness check and restarted,
 // and the cluster recovers (item 5).
 func TestSupervision(t *testing.T) {
-	e := newEnv(t, "e2e-sup", "10.63.0.0/16")
+	e := newEnv(t, "e2e-sup", "10.63.0.0/16", leanAddons)
 	e.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
