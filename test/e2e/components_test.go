@@ -209,7 +209,9 @@ func TestComponents(t *testing.T) {
 // validate with that gate: each exits 2 naming the flag (and, for the
 // gate, each component refusing it), and leaves nothing behind.
 func TestComponentsRefused(t *testing.T) {
+	hostAlone(t) // its leak check sees every new network namespace
 	e := newEnv(t, "kxc-bad", componentsCIDR)
+	e.ownRegistryPort()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	notPolicy := filepath.Join(t.TempDir(), "policy.yaml")

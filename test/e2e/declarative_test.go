@@ -141,6 +141,7 @@ func grepLines(text, s string) string {
 // file given to up: exit 2, the key named, nothing created on the host
 // or in the state dir.
 func TestDeclarativeConfigRefused(t *testing.T) {
+	hostAlone(t) // its leak check sees every new network namespace
 	// A host port in use: this test listens on it.
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -160,6 +161,7 @@ func TestDeclarativeConfigRefused(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, "kxdr", "10.187.0.0/16")
+			e.ownRegistryPort()
 			file := filepath.Join(t.TempDir(), "cluster.toml")
 			if err := os.WriteFile(file, []byte(tt.file), 0o644); err != nil {
 				t.Fatal(err)

@@ -91,7 +91,7 @@ func dirList(t *testing.T, dir string) []string {
 // resolves the link, records and uses the real path, marks the directory
 // as kubernix's, and down through the link leaves nothing.
 func TestInputStateDirLink(t *testing.T) {
-	e := newEnv(t, "inp-e2e-link", inputCIDR)
+	e := newEnv(t, "inp-e2e-link", inputCIDR, leanAddons)
 	e.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()

@@ -51,7 +51,7 @@ func TestInventory(t *testing.T) {
 	cidrs := []string{"10.173.0.0/16", "10.174.0.0/16", "10.175.0.0/16"}
 	var envs []*env
 	for i, n := range names {
-		e := newEnv(t, n, cidrs[i], "--addons", "coredns", "--nodes", "1")
+		e := newEnv(t, n, cidrs[i], leanAddons, "--nodes", "1")
 		e.parallel() // its clusters are seen only in its own mount namespace
 		envs = append(envs, e)
 	}

@@ -50,7 +50,7 @@ spec:
 // address goes to the next new Service; a controller killed and restarted
 // keeps every address (they live in the statuses). down leaves nothing.
 func TestLoadBalancer(t *testing.T) {
-	e := newEnv(t, "lb-e2e", lbCIDR, "--nodes", "2")
+	e := newEnv(t, "lb-e2e", lbCIDR, "--nodes", "2", "--addons", "loadbalancer")
 	e.parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()

@@ -20,7 +20,7 @@ const mirrorCIDR = "10.160.0.0/16"
 // answers first). Then an up that drops the mirror removes the hosts.toml
 // kubernix rendered for it and keeps the registry's own.
 func TestRegistryMirror(t *testing.T) {
-	e := newEnv(t, "kxh-mirror", mirrorCIDR, "--nodes", "2")
+	e := newEnv(t, "kxh-mirror", mirrorCIDR, "--nodes", "2", "--addons", "registry")
 	e.parallelAt(weightLong)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()

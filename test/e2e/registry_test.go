@@ -35,7 +35,7 @@ const registryCIDR = "10.166.0.0/16"
 // down and up; and a new push under the same tag is what the next pods
 // on both nodes run (Always asks the registry again).
 func TestRegistry(t *testing.T) {
-	e := newEnv(t, "rg-e2e", registryCIDR, "--nodes", "2")
+	e := newEnv(t, "rg-e2e", registryCIDR, "--nodes", "2", "--addons", "registry")
 	e.parallelAt(weightLong)
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()

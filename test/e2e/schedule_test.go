@@ -23,6 +23,9 @@ const (
 	weightDefault = 0
 	weightLong    = 10  // several ups or a long wait: images, cycles of one cluster
 	weightLongest = 100 // TestDownLeavesNothing's ten cycles, TestImages
+	// weightHostAlone: the hostAlone tests run first, one after the
+	// other, so that the root tests wait for them as little as may be.
+	weightHostAlone = 1000
 )
 
 // slotsSettle is how long slots waits, after a test asked for a slot,

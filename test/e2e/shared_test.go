@@ -244,7 +244,7 @@ func (e *env) run(ctx context.Context, verb string, more ...string) (string, err
 func hostAlone(t *testing.T) {
 	t.Helper()
 	t.Parallel()
-	slots.acquire(t, weightDefault, kindHostAlone)
+	slots.acquire(t, weightHostAlone, kindHostAlone)
 	if err := sharedRoot.close(); err != nil {
 		t.Fatalf("shared cluster %s: %v", sharedRoot.name, err)
 	}

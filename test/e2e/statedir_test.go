@@ -141,6 +141,7 @@ func TestForgedStateDirRefused(t *testing.T) {
 // there: down is refused (exit 2) for a lock file another user owns, and
 // waits in vain (exit 1) for one that is root's, making it 0600.
 func TestLockHolderNotSignalled(t *testing.T) {
+	hostAlone(t) // its leak check sees every new network namespace
 	tests := []struct {
 		name string
 		// owner owns the lock file; record is its content, from the

@@ -163,7 +163,7 @@ func (c *storageCluster) deleteAll(ctx context.Context, vols []volume) {
 // same cluster; deleting the StatefulSet and its PVCs removes the
 // directories and PVs; down leaves nothing behind.
 func TestStorage(t *testing.T) {
-	e := newEnv(t, "e2e-storage", "10.161.0.0/16", "--nodes", "2")
+	e := newEnv(t, "e2e-storage", "10.161.0.0/16", "--nodes", "2", "--addons", "local-path-storage")
 	e.parallelAt(weightLong)
 	nodes := []string{"e2e-storage-node-0", "e2e-storage-node-1"}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
