@@ -3,6 +3,7 @@ package cgroup
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,6 +14,7 @@ import (
 	"github.com/kubernix/kubernix/internal/fileinfo"
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
+	"k8s.io/client-go/util/retry"
 )
 
 // Mounts lists the mount points of every cgroup hierarchy (v1
@@ -33,7 +35,10 @@ func Mounts() ([]string, error) {
 // Ensure creates cgroup path (e.g. "/kubernix/node-0") and its parents
 // in every cgroup hierarchy, copying cpuset.cpus and cpuset.mems from the
 // parent in the cpuset hierarchy, where a new cgroup starts empty and could
-// hold no task. Existing cgroups are left as they are.
+// hold no task. Existing cgroups are left as they are. Another cluster's
+// down may remove a shared parent (RemoveEmpty("/kubernix")) between its
+// check and the child's mkdir, which then fails with ENOENT: the path is
+// made again from its top (client-go's retry.OnError, DefaultRetry).
 func Ensure(path string) error {
 	mounts, err := Mounts()
 	if err != nil {
@@ -41,24 +46,44 @@ func Ensure(path string) error {
 	}
 	parts := strings.Split(strings.Trim(path, "/"), "/")
 	for _, m := range mounts {
-		dir := m
-		for _, part := range parts {
-			parent := dir
-			dir = filepath.Join(dir, part)
-			if err := os.Mkdir(dir, 0o755); err != nil {
-				if errors.Is(err, os.ErrExist) {
-					continue
-				}
-				return fmt.Errorf("create cgroup %s: %w", dir, err)
+		if err := ensureRetrying(m, parts, os.Mkdir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// ensureRetrying is ensureIn, made again from root while a mkdir fails
+// because a parent went meanwhile (parentRemoved), up to DefaultRetry's
+// five tries; the last error is returned.
+func ensureRetrying(root string, parts []string, mkdir func(string, os.FileMode) error) error {
+	return retry.OnError(retry.DefaultRetry, parentRemoved, func() error { return ensureIn(root, parts, mkdir) })
+}
+
+// parentRemoved says whether err is a mkdir's ENOENT: the parent was
+// removed meanwhile (or its hierarchy is gone, which the retries end).
+func parentRemoved(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+// ensureIn creates root/parts[0]/parts[1]/… with mkdir, each missing one
+// with the cpuset.cpus and cpuset.mems of its parent where it has them.
+func ensureIn(root string, parts []string, mkdir func(string, os.FileMode) error) error {
+	dir := root
+	for _, part := range parts {
+		parent := dir
+		dir = filepath.Join(dir, part)
+		if err := mkdir(dir, 0o755); err != nil {
+			if errors.Is(err, os.ErrExist) {
+				continue
 			}
-			for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
-				b, err := os.ReadFile(filepath.Join(parent, f))
-				if err != nil {
-					continue // not the cpuset hierarchy
-				}
-				if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
-					return fmt.Errorf("set %s of cgroup %s: %w", f, dir, err)
-				}
+			return fmt.Errorf("create cgroup %s: %w", dir, err)
+		}
+		for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+			b, err := os.ReadFile(filepath.Join(parent, f))
+			if err != nil {
+				continue // not the cpuset hierarchy
+			}
+			if err := os.WriteFile(filepath.Join(dir, f), b, 0o644); err != nil {
+				return fmt.Errorf("set %s of cgroup %s: %w", f, dir, err)
 			}
 		}
 	}

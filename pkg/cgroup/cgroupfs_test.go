@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/kubernix/kubernix/internal/fileinfo"
@@ -65,5 +66,53 @@ func TestCgroupPIDs(t *testing.T) {
 	}
 	if left, _ := Existing(parent); len(left) > 0 {
 		t.Errorf("Remove left %v", left)
+	}
+}
+
+// TestEnsureParentRemovedMeanwhile: when another cluster's down removes
+// the shared parent ("kubernix", empty) between Ensure's check of it and
+// the mkdir of the child, Ensure makes the path again rather than fail
+// with ENOENT (seen with four clusters going up and down at once).
+func TestEnsureParentRemovedMeanwhile(t *testing.T) {
+	tests := []struct {
+		name     string
+		removals int // how many times the parent goes just before the child's mkdir
+		wantErr  bool
+	}{
+		{"no race", 0, false},
+		{"the parent removed once", 1, false},
+		{"removed at every try: the error, named", 100, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			root := t.TempDir()
+			parts := []string{"kubernix", "node-0"}
+			left := tt.removals
+			mkdir := func(dir string, mode os.FileMode) error {
+				if filepath.Base(dir) == "node-0" && left > 0 {
+					left--
+					if err := os.Remove(filepath.Dir(dir)); err != nil {
+						t.Fatal(err)
+					}
+				}
+				return os.Mkdir(dir, mode)
+			}
+			if err := ensureIn(root, []string{"kubernix"}, os.Mkdir); err != nil {
+				t.Fatal(err)
+			}
+			err := ensureRetrying(root, parts, mkdir)
+			if tt.wantErr {
+				if err == nil || !strings.Contains(err.Error(), filepath.Join(root, "kubernix", "node-0")) {
+					t.Errorf("err %v, want one naming the cgroup", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Ensure: %v", err)
+			}
+			if fi, err := os.Stat(filepath.Join(root, "kubernix", "node-0")); err != nil || !fi.IsDir() {
+				t.Errorf("node-0 not made: %v", err)
+			}
+		})
 	}
 }
