@@ -20,6 +20,15 @@ K8S_LDFLAGS := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go/
 	-X $(p).gitMinor=$(K8S_MINOR) -X $(p).gitTreeState=clean)
 BUNDLE_DEPS := bundle/go.mod bundle/go.sum assets/versions.env
 
+# GO_RUN_INSTALL PKG DEST builds the command PKG (a package, or one at
+# a version: pkg@v1.2.3) and installs it as DEST. Unlike go build -o and
+# go install, go run keeps the linked executable in Go's build cache (Go
+# 1.24 and later), and -exec hands its path to install(1) instead of
+# running it: so a clean clone with a warm Go cache installs every
+# component without linking it again (a link of the multi-call binary
+# alone takes about 20 CPU-seconds).
+GO_RUN_INSTALL = $(GO) run -exec 'install -D -m 0755 -T'
+
 # The multi-call binary's names: `make bins` links each to it.
 KUBE_NAMES := etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy
 UPSTREAM   := $(BIN)/kube $(BIN)/kubectl $(BIN)/agnhost $(BIN)/containerd \
@@ -38,31 +47,26 @@ deps:
 bins: $(UPSTREAM) $(addprefix $(BIN)/,$(KUBE_NAMES))
 
 $(BIN)/kube: $(BUNDLE_DEPS) $(wildcard bundle/cmd/kube/*.go)
-	cd bundle && $(GO) build -ldflags '$(K8S_LDFLAGS)' -o $@ ./cmd/kube
+	cd bundle && $(GO_RUN_INSTALL) -ldflags '$(K8S_LDFLAGS)' ./cmd/kube $@
 
 $(addprefix $(BIN)/,$(KUBE_NAMES)): $(BIN)/kube
 	ln -sf kube $@
 
 $(BIN)/kubectl: $(BUNDLE_DEPS)
-	cd bundle && $(GO) build -ldflags '$(K8S_LDFLAGS)' -o $@ k8s.io/kubernetes/cmd/kubectl
+	cd bundle && $(GO_RUN_INSTALL) -ldflags '$(K8S_LDFLAGS)' k8s.io/kubernetes/cmd/kubectl $@
 
 $(BIN)/agnhost: $(BUNDLE_DEPS)
-	cd bundle && $(GO) build -ldflags '-s -w' -o $@ k8s.io/kubernetes/test/images/agnhost
+	cd bundle && $(GO_RUN_INSTALL) -ldflags '-s -w' k8s.io/kubernetes/test/images/agnhost $@
 
 CONTAINERD_PKG := github.com/containerd/containerd/v2
 CONTAINERD_LDFLAGS := -s -w -X $(CONTAINERD_PKG)/version.Version=$(CONTAINERD_VERSION) \
 	-X $(CONTAINERD_PKG)/version.Revision=$(CONTAINERD_VERSION)
-$(BIN)/containerd $(BIN)/containerd-shim-runc-v2 &: assets/versions.env
-	GOBIN=$(BIN) $(GO) install -ldflags '$(CONTAINERD_LDFLAGS)' \
-		$(CONTAINERD_PKG)/cmd/containerd@$(CONTAINERD_VERSION) \
-		$(CONTAINERD_PKG)/cmd/containerd-shim-runc-v2@$(CONTAINERD_VERSION)
-	touch $(BIN)/containerd $(BIN)/containerd-shim-runc-v2
+$(BIN)/containerd $(BIN)/containerd-shim-runc-v2: $(BIN)/%: assets/versions.env
+	$(GO_RUN_INSTALL) -ldflags '$(CONTAINERD_LDFLAGS)' $(CONTAINERD_PKG)/cmd/$*@$(CONTAINERD_VERSION) $@
 
 CRICTL_LDFLAGS := -s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$(CRICTL_VERSION)
 $(BIN)/crictl: assets/versions.env
-	GOBIN=$(BIN) $(GO) install -ldflags '$(CRICTL_LDFLAGS)' \
-		sigs.k8s.io/cri-tools/cmd/crictl@$(CRICTL_VERSION)
-	touch $@
+	$(GO_RUN_INSTALL) -ldflags '$(CRICTL_LDFLAGS)' sigs.k8s.io/cri-tools/cmd/crictl@$(CRICTL_VERSION) $@
 
 # CoreDNS and local-path-provisioner are tools of the bundle module
 # (bundle/go.mod, at the versions of assets/versions.env; a unit test holds
@@ -71,17 +75,16 @@ $(BIN)/crictl: assets/versions.env
 # from, so a cold build compiles client-go and k8s.io/api once rather than
 # once per component.
 $(BIN)/coredns: $(BUNDLE_DEPS)
-	cd bundle && $(GO) build -ldflags '-s -w' -o $@ github.com/coredns/coredns
+	cd bundle && $(GO_RUN_INSTALL) -ldflags '-s -w' github.com/coredns/coredns $@
 
 $(BIN)/local-path-provisioner: $(BUNDLE_DEPS)
-	cd bundle && $(GO) build -ldflags '-s -w -X main.VERSION=$(LOCAL_PATH_PROVISIONER_VERSION)' \
-		-o $@ github.com/rancher/local-path-provisioner
+	cd bundle && $(GO_RUN_INSTALL) -ldflags '-s -w -X main.VERSION=$(LOCAL_PATH_PROVISIONER_VERSION)' \
+		github.com/rancher/local-path-provisioner $@
 
 REGISTRY_PKG := github.com/distribution/distribution/v3
 $(BIN)/registry: assets/versions.env
-	GOBIN=$(BIN) $(GO) install -ldflags '-s -w -X $(REGISTRY_PKG)/version.version=$(REGISTRY_VERSION)' \
-		$(REGISTRY_PKG)/cmd/registry@$(REGISTRY_VERSION)
-	touch $@
+	$(GO_RUN_INSTALL) -ldflags '-s -w -X $(REGISTRY_PKG)/version.version=$(REGISTRY_VERSION)' \
+		$(REGISTRY_PKG)/cmd/registry@$(REGISTRY_VERSION) $@
 
 # Its version where upstream's Makefile puts it (client-go's pkg/version).
 METRICS_SERVER_LDFLAGS := -s -w -X k8s.io/client-go/pkg/version.gitVersion=$(METRICS_SERVER_VERSION)
@@ -89,12 +92,11 @@ METRICS_SERVER_LDFLAGS := -s -w -X k8s.io/client-go/pkg/version.gitVersion=$(MET
 # at start (its generated OpenAPI definitions no longer match), so it keeps
 # its own module graph.
 $(BIN)/metrics-server: assets/versions.env
-	GOBIN=$(BIN) $(GO) install -ldflags '$(METRICS_SERVER_LDFLAGS)' \
-		sigs.k8s.io/metrics-server/cmd/metrics-server@$(METRICS_SERVER_VERSION)
-	touch $@
+	$(GO_RUN_INSTALL) -ldflags '$(METRICS_SERVER_LDFLAGS)' \
+		sigs.k8s.io/metrics-server/cmd/metrics-server@$(METRICS_SERVER_VERSION) $@
 
 $(BIN)/pause: $(wildcard images/pause/*.go)
-	$(GO) build -trimpath -ldflags '-s -w' -o $@ ./images/pause
+	$(GO_RUN_INSTALL) -trimpath -ldflags '-s -w' ./images/pause $@
 
 images: bins
 	$(GO) run ./hack/mkimage -bin-dir $(BIN) -out $(IMAGES)
@@ -104,7 +106,7 @@ build: $(BIN)/kubernix
 # kubernix's own version: the git tag or commit it is built from.
 KUBERNIX_VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 $(BIN)/kubernix: $(KUBERNIX_SRC)
-	$(GO) build -ldflags '-X github.com/kubernix/kubernix/pkg/cli/version.Version=$(KUBERNIX_VERSION)' -o $@ ./cmd/kubernix
+	$(GO_RUN_INSTALL) -ldflags '-X github.com/kubernix/kubernix/pkg/cli/version.Version=$(KUBERNIX_VERSION)' ./cmd/kubernix $@
 
 # `make install [PREFIX=/usr/local] [DESTDIR=]` puts kubernix into
 # PREFIX/bin and its bundle into PREFIX/lib/kubernix: every component binary
@@ -178,7 +180,7 @@ E2E_PACKAGES := ./test/e2e ./pkg/components/containerd
 GOTESTSUM_VERSION := v1.13.0
 GOTESTSUM := $(OUT)/tools/gotestsum
 $(GOTESTSUM):
-	GOBIN=$(OUT)/tools $(GO) install gotest.tools/gotestsum@$(GOTESTSUM_VERSION)
+	$(GO_RUN_INSTALL) gotest.tools/gotestsum@$(GOTESTSUM_VERSION) $@
 e2e: deps bins images build $(GOTESTSUM)
 	KUBERNIX_BIN_DIR=$(BIN) KUBERNIX_IMAGES_DIR=$(IMAGES) KUBERNIX_E2E_PARALLEL=$(E2E_PARALLEL) \
 		$(GOTESTSUM) --format testname --format-icons text --jsonfile $(OUT)/e2e.json -- \
@@ -215,10 +217,10 @@ $(CONFORMANCE_BIN)/e2e.test: $(CONFORMANCE_DEPS) assets/versions.env
 	cd test/conformance && $(GO) test -c -ldflags '$(K8S_LDFLAGS)' -o $@ k8s.io/kubernetes/test/e2e
 
 $(CONFORMANCE_BIN)/ginkgo: $(CONFORMANCE_DEPS)
-	cd test/conformance && $(GO) build -o $@ github.com/onsi/ginkgo/v2/ginkgo
+	cd test/conformance && $(GO_RUN_INSTALL) github.com/onsi/ginkgo/v2/ginkgo $@
 
 $(CONFORMANCE_BIN)/summary: $(CONFORMANCE_DEPS) $(wildcard test/conformance/cmd/summary/*.go)
-	cd test/conformance && $(GO) build -o $@ ./cmd/summary
+	cd test/conformance && $(GO_RUN_INSTALL) ./cmd/summary $@
 
 conformance: deps bins images build
 	OUT=$(OUT) BIN=$(BIN) IMAGES=$(IMAGES) GO=$(GO) hack/conformance.sh
