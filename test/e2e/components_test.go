@@ -211,7 +211,6 @@ func TestComponents(t *testing.T) {
 func TestComponentsRefused(t *testing.T) {
 	hostAlone(t) // its leak check sees every new network namespace
 	e := newEnv(t, "kxc-bad", componentsCIDR)
-	e.ownRegistryPort()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	notPolicy := filepath.Join(t.TempDir(), "policy.yaml")

@@ -161,7 +161,6 @@ func TestDeclarativeConfigRefused(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			e := newEnv(t, "kxdr", "10.187.0.0/16")
-			e.ownRegistryPort()
 			file := filepath.Join(t.TempDir(), "cluster.toml")
 			if err := os.WriteFile(file, []byte(tt.file), 0o644); err != nil {
 				t.Fatal(err)

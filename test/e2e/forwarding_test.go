@@ -33,7 +33,6 @@ import (
 func TestForwardingOnlyForTheCluster(t *testing.T) {
 	hostAlone(t)
 	e := newEnv(t, "e2e-fwd", "10.241.0.0/16", "--nodes", "2", leanAddons)
-	e.ownRegistryPort()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	pair := newRoutedHost(t, "0")
@@ -79,7 +78,6 @@ func TestForwardingOnlyForTheCluster(t *testing.T) {
 func TestForwardingAlreadyOn(t *testing.T) {
 	hostAlone(t)
 	e := newEnv(t, "e2e-fwd-on", "10.242.0.0/16", "--network-policy=false", leanAddons)
-	e.ownRegistryPort()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	pair := newRoutedHost(t, "1")
@@ -112,7 +110,6 @@ func TestForwardingAlreadyOn(t *testing.T) {
 func TestSysctlsChangedMeanwhileStay(t *testing.T) {
 	hostAlone(t)
 	e := newEnv(t, "e2e-sysctl", "10.243.0.0/16", leanAddons)
-	e.ownRegistryPort()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	host := map[string]string{"kernel.panic": "0", "vm.overcommit_memory": "0", "net.ipv4.ip_forward": "0"}

@@ -19,6 +19,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // env is one test cluster's identity and the tools to drive it.
@@ -51,7 +53,8 @@ type env struct {
 const leanAddons = "--addons="
 
 // newEnv skips unless the test can start clusters, and returns an env for
-// a cluster named name on cidr, with its state and kubeconfig in temp dirs.
+// a cluster named name on cidr, with its state and kubeconfig in temp dirs
+// and a registry port of its own (ownRegistryPort).
 func newEnv(t *testing.T, name, cidr string, extra ...string) *env {
 	t.Helper()
 	binDir := requireIntegration(t, "start a cluster")
@@ -66,12 +69,14 @@ func newEnv(t *testing.T, name, cidr string, extra ...string) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(state) })
-	return &env{
+	e := &env{
 		t: t, binDir: binDir, name: name, stateDir: state, cidr: cidr,
 		// Outside the state dir, which must be empty or kubernix's.
 		kubeconfig: filepath.Join(t.TempDir(), "user-kubeconfig"), extra: extra,
 		netnsBefore: runNetns(),
 	}
+	e.ownRegistryPort()
+	return e
 }
 
 // runNetns lists the named network namespaces in /run/netns.
@@ -163,18 +168,18 @@ func (e *env) mustKubectl(ctx context.Context, args ...string) string {
 	return out
 }
 
-// eventually retries f every 500 ms until it returns nil or timeout passes.
+// eventually calls f every 500 ms until it returns nil, and fails t with
+// f's last error when timeout passes first.
 func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	var err error
-	for time.Now().Before(deadline) {
-		if err = f(); err == nil {
-			return
-		}
-		time.Sleep(500 * time.Millisecond)
+	var last error
+	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+		last = f()
+		return last == nil, nil
+	})
+	if err != nil {
+		t.Fatalf("%s: not within %s: %v", what, timeout, last)
 	}
-	t.Fatalf("%s: not within %s: %v", what, timeout, err)
 }
 
 // httpGet fetches url (only addresses on this machine or in our bridges).

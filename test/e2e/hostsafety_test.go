@@ -40,8 +40,6 @@ func TestHostSafety(t *testing.T) {
 	hostAlone(t)
 	a := newEnv(t, "e2e-safe-a", "10.211.0.0/16")
 	b := newEnv(t, "e2e-safe-b", "10.212.0.0/16")
-	a.ownRegistryPort()
-	b.ownRegistryPort()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	plantForeign(t, a)
@@ -63,7 +61,6 @@ func TestHostSafety(t *testing.T) {
 
 	t.Run("process executor refused beside another kube-proxy's table", func(t *testing.T) {
 		c := newEnv(t, "e2e-safe-c", "10.213.0.0/16", "--executor", "process")
-		c.ownRegistryPort()
 		out, code := c.kubernix(ctx, "up", "--detach")
 		if code == 0 {
 			defer c.kubernix(context.Background(), "down")

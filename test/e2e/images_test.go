@@ -332,7 +332,11 @@ func testImage(t *testing.T, base v1.Image, ref, version string) testImg {
 	if err := tw.Close(); err != nil {
 		t.Fatal(err)
 	}
-	layer, err := tarball.LayerFromReader(bytes.NewReader(b.Bytes()))
+	// LayerFromOpener keeps the layer in memory: LayerFromReader buffers
+	// it in a temporary file of the host's that it never removes.
+	layer, err := tarball.LayerFromOpener(func() (io.ReadCloser, error) {
+		return io.NopCloser(bytes.NewReader(b.Bytes())), nil
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,7 +52,7 @@ func makeIn(t *testing.T, args ...string) (string, int) {
 // `make uninstall` removes every file it installed.
 func TestInstall(t *testing.T) {
 	e := newEnv(t, "kxi-inst", "10.171.0.0/16")
-	e.parallel() // its up passes the registry port parallel gave (e.extra)
+	e.parallel() // its up passes the registry port newEnv gave (e.extra)
 	out := filepath.Dir(e.binDir)
 	if _, code := makeIn(t, "-q", "OUT="+out, "bins", "build"); code != 0 {
 		t.Skipf("integration test: the binaries in %s are older than the sources; run `make bins build images` first (the test installs what is built, it does not build)", out)

@@ -168,13 +168,7 @@ func (s *scheduler) waitGroup(weight int, group string, k kind) (release func() 
 				}
 				last = true
 			}
-			s.free++
-			switch k {
-			case kindRoot:
-				s.roots--
-			case kindHostAlone:
-				s.alone = false
-			}
+			s.hold(k, -1)
 			s.schedule()
 		})
 		return last
@@ -213,13 +207,7 @@ func (s *scheduler) handOut() {
 			continue
 		}
 		s.waiting = slices.Delete(s.waiting, i, i+1)
-		s.free--
-		switch w.kind {
-		case kindRoot:
-			s.roots++
-		case kindHostAlone:
-			s.alone = true
-		}
+		s.hold(w.kind, +1)
 		close(w.ready)
 		if w.group == "" {
 			continue
@@ -235,6 +223,18 @@ func (s *scheduler) handOut() {
 			return true
 		})
 		i = 0 // the members may have stood before i
+	}
+}
+
+// hold counts a slot taken (n = +1) or given back (n = -1) by a test of
+// kind k: the free slots, and what mayStart reads. s.mu is held.
+func (s *scheduler) hold(k kind, n int) {
+	s.free -= n
+	switch k {
+	case kindRoot:
+		s.roots += n
+	case kindHostAlone:
+		s.alone = n > 0
 	}
 }
 

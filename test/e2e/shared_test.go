@@ -210,8 +210,7 @@ func (s *shared) start(binDir string) (*env, error) {
 	e := &env{
 		binDir: binDir, name: s.name, stateDir: state, cidr: s.cidr,
 		kubeconfig: filepath.Join(kc, "user-kubeconfig"),
-		// A registry port of its own, as parallel gives: it starts beside
-		// other parallel tests' clusters.
+		// A registry port of its own, as newEnv gives (ownRegistryPort).
 		extra:       []string{"--nodes", fmt.Sprint(s.nodes), "--registry-port", strconv.Itoa(int(nextRegistryPort.Add(1)))},
 		netnsBefore: runNetns(),
 	}
@@ -237,9 +236,8 @@ func (e *env) run(ctx context.Context, verb string, more ...string) (string, err
 // last one restores (sysctls, the FORWARD policy), or host-wide state
 // another root cluster would add to (kube-proxy's tables in the host's
 // namespace). It runs in parallel (t.Parallel) beside rootless tests
-// only (kindHostAlone): no root test starts while it waits or runs. Its
-// clusters must take their registry port with ownRegistryPort. The shared
-// root cluster is down by then (its group ended, or never started); a
+// only (kindHostAlone): no root test starts while it waits or runs. The
+// shared root cluster is down by then (its group ended, or never started); a
 // close here brings it down (with the leak check) if not.
 func hostAlone(t *testing.T) {
 	t.Helper()
@@ -280,9 +278,8 @@ func (s *shared) close() error {
 // test with a cluster of its own (container executor) that neither changes
 // nor checks anything host-wide that another cluster touches (sysctls,
 // named network namespaces, fixed host ports, root's list of clusters)
-// may call it. Its cluster's registry moves to a port of its own, as two
-// clusters starting at once would otherwise both pick the first free
-// one, and its name and CIDR must not be another running test's (claim).
+// may call it. Its name and CIDR must not be another running test's
+// (claim); its registry port is its own (newEnv).
 func (e *env) parallel() {
 	e.t.Helper()
 	e.parallelAt(weightDefault)
@@ -292,7 +289,6 @@ func (e *env) parallel() {
 // start first (see slots).
 func (e *env) parallelAt(weight int) {
 	e.t.Helper()
-	e.ownRegistryPort()
 	if _, done := parallelTests.LoadOrStore(e.t, true); !done {
 		e.t.Parallel()
 		slots.acquire(e.t, weight, kindRoot)
@@ -302,8 +298,8 @@ func (e *env) parallelAt(weight int) {
 
 // ownRegistryPort gives the cluster a registry port no other test's
 // cluster uses (--registry-port), unless its flags or cluster file set
-// one: every parallel test's, and a hostAlone test's, whose clusters run
-// beside rootless ones, which take the first free ports from 5000.
+// one: two clusters starting at once would otherwise both pick the first
+// free one from 5000 (rootless ones run beside every other kind).
 func (e *env) ownRegistryPort() {
 	e.t.Helper()
 	if !slices.Contains(e.extra, "--registry-port") && !configSetsRegistryPort(e.t, e.extra) {

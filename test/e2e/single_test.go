@@ -84,7 +84,6 @@ func (e *env) apply(ctx context.Context, manifest string) {
 func TestSingleNode(t *testing.T) {
 	hostAlone(t) // its kube-proxy's tables are in the host's namespace
 	e := newEnv(t, "e2e-single", "10.201.0.0/16", "--executor", "process")
-	e.ownRegistryPort()
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	e.downOnCleanup()
@@ -197,7 +196,6 @@ func TestSingleNode(t *testing.T) {
 		defer l.Close()
 		p := fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
 		other := newEnv(t, "e2e-other", "10.202.0.0/16", "--apiserver-port", p)
-		other.ownRegistryPort()
 		out, code := other.kubernix(ctx, "up", "--detach")
 		if code != 2 || !strings.Contains(out, "port "+p+" is in use") {
 			t.Errorf("second up on a taken port: exit %d, output:\n%s\nwant exit 2 naming the port", code, out)
