@@ -146,34 +146,35 @@ func removeMadeTables(ctx context.Context, open hostTable, file string) error {
 }
 
 // tableContent reports whether the ip table name exists, and if so
-// whether it is empty: chains without rules, and no sets or maps.
+// whether it is empty: chains without rules, and no other object (set,
+// map, counter, flowtable...). It runs nft twice (each lists the whole
+// table), not once per chain and kind of object.
 func tableContent(ctx context.Context, open hostTable, name string) (empty, exists bool, err error) {
 	nft, err := open(name)
 	if err != nil {
 		return false, false, fmt.Errorf("nftables table ip %s: %w", name, err)
 	}
-	chains, err := nft.List(ctx, "chains")
+	objs, err := nft.ListAll(ctx)
 	if knftables.IsNotFound(err) {
 		return false, false, nil
 	}
 	if err != nil {
 		return false, false, fmt.Errorf("nftables table ip %s: %w", name, err)
 	}
-	for _, kind := range []string{"sets", "maps"} {
-		if objs, err := nft.List(ctx, kind); err != nil || len(objs) > 0 {
-			return false, true, err
+	for kind, names := range objs {
+		// nft lists the table itself among its objects (the fake does not).
+		if kind != "table" && kind != "chain" && len(names) > 0 {
+			return false, true, nil
 		}
 	}
-	for _, chain := range chains {
-		rules, err := nft.ListRules(ctx, chain)
-		if knftables.IsNotFound(err) {
-			continue // deleted meanwhile (the chain or the table): no rules
-		}
-		if err != nil || len(rules) > 0 {
-			return false, true, err
-		}
+	rules, err := nft.ListRules(ctx, "") // every chain's
+	if knftables.IsNotFound(err) {
+		return false, false, nil // deleted meanwhile (by another cluster's down)
 	}
-	return true, true, nil
+	if err != nil {
+		return false, true, fmt.Errorf("nftables table ip %s: %w", name, err)
+	}
+	return len(rules) == 0, true, nil
 }
 
 // deleteTable deletes the ip table name.

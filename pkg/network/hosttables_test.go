@@ -2,6 +2,9 @@ package network
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"testing"
@@ -138,4 +141,65 @@ func TestMadeTableDeletedMeanwhile(t *testing.T) {
 	if got, _ := made.Read(file); len(got) != 0 {
 		t.Fatalf("still recorded: %q", got)
 	}
+}
+
+// TestMadeTableWithObjectsKept: a recorded table whose chains are empty
+// but which holds another object (someone's set or named counter) is not
+// empty: it stays, and stays recorded.
+func TestMadeTableWithObjectsKept(t *testing.T) {
+	for _, obj := range []knftables.Object{
+		&knftables.Set{Name: "theirs", Type: "ipv4_addr"},
+		&knftables.Counter{Name: "theirs"},
+	} {
+		ctx := context.Background()
+		file := filepath.Join(t.TempDir(), "host", "iptables-tables.json")
+		host := fakeTables{}
+		host.deleteRule(t, "nat", host.iptables(t, "nat", "POSTROUTING"))
+		tx := host["nat"].NewTransaction()
+		tx.Add(obj)
+		if err := host["nat"].Run(ctx, tx); err != nil {
+			t.Fatal(err)
+		}
+		if err := made.Write(file, []string{"nat"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := removeMadeTables(ctx, host.open, file); err != nil {
+			t.Fatal(err)
+		}
+		if got, _ := made.Read(file); !host.exists("nat") || !slices.Equal(got, []string{"nat"}) {
+			t.Errorf("with a %T: table exists %v, recorded %q; want it kept and recorded", obj, host.exists("nat"), got)
+		}
+	}
+}
+
+// TestTableContentNft: tableContent on real nftables tables (an ip table
+// of this test's own): gone, empty with an empty base chain, not empty
+// with a rule, and not empty with a set and no rule.
+func TestTableContentNft(t *testing.T) {
+	needRoot(t, "nft")
+	ctx := context.Background()
+	name := fmt.Sprintf("kxtest-%d", os.Getpid())
+	nft := func(args ...string) {
+		t.Helper()
+		if out, err := exec.Command("nft", args...).CombinedOutput(); err != nil {
+			t.Fatalf("nft %q: %v: %s", args, err, out)
+		}
+	}
+	check := func(what string, wantEmpty, wantExists bool) {
+		t.Helper()
+		empty, exists, err := tableContent(ctx, nftHostTable, name)
+		if err != nil || empty != wantEmpty || exists != wantExists {
+			t.Errorf("%s: empty %v, exists %v, err %v; want %v, %v, nil", what, empty, exists, err, wantEmpty, wantExists)
+		}
+	}
+	check("no table", false, false)
+	nft("add", "table", "ip", name)
+	t.Cleanup(func() { _ = exec.Command("nft", "delete", "table", "ip", name).Run() })
+	nft("add", "chain", "ip", name, "POSTROUTING", "{ type nat hook postrouting priority srcnat; }")
+	check("an empty base chain", true, true)
+	nft("add", "rule", "ip", name, "POSTROUTING", "counter")
+	check("a rule", false, true)
+	nft("flush", "chain", "ip", name, "POSTROUTING")
+	nft("add", "set", "ip", name, "theirs", "{ type ipv4_addr; }")
+	check("a set, no rule", false, true)
 }

@@ -172,8 +172,16 @@ func (e *env) mustKubectl(ctx context.Context, args ...string) string {
 // f's last error when timeout passes first.
 func eventually(t *testing.T, timeout time.Duration, what string, f func() error) {
 	t.Helper()
+	eventuallyEvery(t, timeout, 500*time.Millisecond, what, f)
+}
+
+// eventuallyEvery is eventually calling f every interval: for conditions
+// that change only every few seconds (metrics-server's scrapes, the HPA's
+// syncs), where each call of a kubectl costs about 0.2 CPU-seconds.
+func eventuallyEvery(t *testing.T, timeout, interval time.Duration, what string, f func() error) {
+	t.Helper()
 	var last error
-	err := wait.PollUntilContextTimeout(context.Background(), 500*time.Millisecond, timeout, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), interval, timeout, true, func(context.Context) (bool, error) {
 		last = f()
 		return last == nil, nil
 	})

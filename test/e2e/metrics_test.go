@@ -59,7 +59,7 @@ func TestMetrics(t *testing.T) {
 		// The HPA reads the pod's CPU once metrics-server has two scrapes
 		// of it after it turned Ready (--metric-resolution=10s), at its
 		// next sync (every 15s).
-		eventually(t, 3*time.Minute, "the HPA reads the burner's CPU", func() error {
+		eventuallyEvery(t, 3*time.Minute, metricsPoll, "the HPA reads the burner's CPU", func() error {
 			out, err := e.kubectl(ctx, "get", "hpa", "burner", "-o", "jsonpath={.status.currentMetrics[0].resource.current.averageUtilization}")
 			if err != nil {
 				return err
@@ -69,7 +69,7 @@ func TestMetrics(t *testing.T) {
 			}
 			return nil
 		})
-		eventually(t, 2*time.Minute, "the HPA scales the burner up", func() error {
+		eventuallyEvery(t, 2*time.Minute, metricsPoll, "the HPA scales the burner up", func() error {
 			out, err := e.kubectl(ctx, "get", "deployment", "burner", "-o", "jsonpath={.spec.replicas}")
 			if err != nil {
 				return err
@@ -96,11 +96,16 @@ func TestRootlessMetrics(t *testing.T) {
 	t.Run("kubectl top pods -A lists the addons' pods", func(t *testing.T) { waitTopPods(t, kubectl) })
 }
 
+// metricsPoll is how often the tests of resource metrics look again:
+// metrics-server scrapes every 10 s (--metric-resolution) and the HPA
+// syncs every 15 s, so a shorter one only runs kubectl more often.
+const metricsPoll = 2 * time.Second
+
 // waitTopNodes waits until `kubectl top nodes` (run by kubectl) lists
 // every node of nodes: metrics-server scraped each kubelet twice.
 func waitTopNodes(t *testing.T, kubectl func(args ...string) (string, error), nodes []string) {
 	t.Helper()
-	eventually(t, 2*time.Minute, "top nodes", func() error {
+	eventuallyEvery(t, 2*time.Minute, metricsPoll, "top nodes", func() error {
 		out, err := kubectl("top", "nodes", "--no-headers")
 		if err != nil {
 			return err
@@ -118,7 +123,7 @@ func waitTopNodes(t *testing.T, kubectl func(args ...string) (string, error), no
 // the pods of the CoreDNS and metrics-server addons in kube-system.
 func waitTopPods(t *testing.T, kubectl func(args ...string) (string, error)) {
 	t.Helper()
-	eventually(t, 2*time.Minute, "top pods -A", func() error {
+	eventuallyEvery(t, 2*time.Minute, metricsPoll, "top pods -A", func() error {
 		out, err := kubectl("top", "pods", "-A", "--no-headers")
 		if err != nil {
 			return fmt.Errorf("%w%s", err, unmountedHierarchies())
