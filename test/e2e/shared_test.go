@@ -77,8 +77,13 @@ func raiseInotifyInstances() (restore func(), err error) {
 			old = v
 		}
 	}
-	if n, err := strconv.Atoi(old); err != nil || n >= inotifyInstances {
-		return nothing, err
+	n, err := strconv.Atoi(old)
+	if err != nil {
+		return nothing, fmt.Errorf("%s %q (from %s if it exists): %w", key, old, inotifyLedger, err)
+	}
+	if n >= inotifyInstances {
+		os.Remove(inotifyLedger) // nothing to restore: the host's value is high enough
+		return nothing, nil
 	}
 	if err := os.WriteFile(inotifyLedger, []byte(old+"\n"), 0o644); err != nil {
 		return nothing, err
