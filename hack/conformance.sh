@@ -69,6 +69,7 @@ KUBECONFIG_FILE=$CONF/kubeconfig
 # records its wall time for the summary, and leaves its exit code in RC.
 # CURRENT and START are the part running, for cleanup after a signal.
 PARTS=()
+SPEC_TMP= # the running ginkgo run's TMPDIR (run_specs)
 RC=0
 CURRENT=
 START=
@@ -137,9 +138,15 @@ run_specs() {
 	if [[ -n $FOCUS ]]; then args+=(--focus="$FOCUS"); fi
 	if [[ -n $SKIP ]]; then args+=(--skip="$SKIP"); fi
 	local rc=0
-	"$GINKGO" run "${args[@]}" "$E2E_TEST" -- \
+	# The specs' temporary files (kubectl's kuberc and proxy sockets, among
+	# others, which some specs leave) go to a directory of this run's own,
+	# removed after it (or by cleanup): short, for the sockets' paths.
+	SPEC_TMP=$(mktemp -d /tmp/kx-conformance-XXXXXX)
+	TMPDIR=$SPEC_TMP "$GINKGO" run "${args[@]}" "$E2E_TEST" -- \
 		--kubeconfig="$KUBECONFIG_FILE" --provider=skeleton --report-dir="$dir" \
 		--disable-log-dump || rc=$?
+	rm -rf "$SPEC_TMP"
+	SPEC_TMP=
 	# ginkgo catches Ctrl-C, stops the specs and exits 1, so the shell,
 	# seeing no child killed by SIGINT, runs no INT trap: its report says it.
 	if ((rc != 0)) && grep -q '"Interrupted by User"' "$dir/report.json" 2>/dev/null; then
@@ -157,6 +164,7 @@ cleanup() {
 	trap - EXIT
 	trap '' INT TERM
 	if [[ -n $CURRENT ]]; then record "$CURRENT (interrupted)"; fi
+	if [[ -n $SPEC_TMP ]]; then rm -rf "$SPEC_TMP"; fi
 	if [[ -n $UP_TRIED ]]; then
 		part down "$BIN/kubernix" down "${CLUSTER[@]}"
 		if [[ $RC != 0 ]]; then rc=1; fi
