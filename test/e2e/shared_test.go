@@ -216,7 +216,7 @@ func (s *shared) start(binDir string) (*env, error) {
 		binDir: binDir, name: s.name, stateDir: state, cidr: s.cidr,
 		kubeconfig: filepath.Join(kc, "user-kubeconfig"),
 		// A registry port of its own, as newEnv gives (ownRegistryPort).
-		extra:       []string{"--nodes", fmt.Sprint(s.nodes), "--registry-port", strconv.Itoa(int(nextRegistryPort.Add(1)))},
+		extra:       append([]string{"--nodes", fmt.Sprint(s.nodes)}, registryPortFlag()...),
 		netnsBefore: runNetns(),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -308,7 +308,7 @@ func (e *env) parallelAt(weight int) {
 func (e *env) ownRegistryPort() {
 	e.t.Helper()
 	if !slices.Contains(e.extra, "--registry-port") && !configSetsRegistryPort(e.t, e.extra) {
-		e.extra = append(e.extra, "--registry-port", strconv.Itoa(int(nextRegistryPort.Add(1))))
+		e.extra = append(e.extra, registryPortFlag()...)
 	}
 }
 
@@ -331,7 +331,14 @@ func configSetsRegistryPort(t *testing.T, args []string) bool {
 	return regexp.MustCompile(`(?m)^\s*registry_port\s*=`).Match(b)
 }
 
-// nextRegistryPort is one below the next registry port parallel hands out.
+// registryPortFlag is --registry-port with a port no other cluster of
+// this run was given: from 15001 up, away from the 5000 and up that
+// clusters without one take.
+func registryPortFlag() []string {
+	return []string{"--registry-port", strconv.Itoa(int(nextRegistryPort.Add(1)))}
+}
+
+// nextRegistryPort is the last port registryPortFlag gave.
 var nextRegistryPort atomic.Int32
 
 func init() { nextRegistryPort.Store(15000) }
