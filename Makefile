@@ -46,16 +46,32 @@ deps:
 
 bins: $(UPSTREAM) $(addprefix $(BIN)/,$(KUBE_NAMES))
 
-$(BIN)/kube: $(BUNDLE_DEPS) $(wildcard bundle/cmd/kube/*.go)
+# Go commands run side by side each compile every package the build cache
+# lacks, so on a cold machine two of them building programs of the bundle
+# compile client-go, k8s.io/api and the standard library twice. One go
+# command therefore compiles the packages of all the bundle's programs
+# first (its own -p jobs keep the cores busy), and each program is then
+# only linked. (local-path-provisioner imports github.com/Sirupsen/logrus,
+# which one go command cannot load beside github.com/sirupsen/logrus; it
+# is small and built on its own.) On a warm cache this takes seconds.
+BUNDLE_PROGRAMS := ./cmd/kube ./cmd/coredns k8s.io/kubernetes/cmd/kubectl \
+	k8s.io/kubernetes/test/images/agnhost sigs.k8s.io/metrics-server/cmd/metrics-server
+BUNDLE_SRC := $(BUNDLE_DEPS) $(wildcard bundle/cmd/*/*.go)
+BUNDLE_COMPILED := $(OUT)/.bundle-compiled
+$(BUNDLE_COMPILED): $(BUNDLE_SRC)
+	cd bundle && $(GO) build $(BUNDLE_PROGRAMS)
+	@mkdir -p $(@D) && touch $@
+
+$(BIN)/kube: $(BUNDLE_COMPILED)
 	cd bundle && $(GO_RUN_INSTALL) -ldflags '$(K8S_LDFLAGS)' ./cmd/kube $@
 
 $(addprefix $(BIN)/,$(KUBE_NAMES)): $(BIN)/kube
 	ln -sf kube $@
 
-$(BIN)/kubectl: $(BUNDLE_DEPS)
+$(BIN)/kubectl: $(BUNDLE_COMPILED)
 	cd bundle && $(GO_RUN_INSTALL) -ldflags '$(K8S_LDFLAGS)' k8s.io/kubernetes/cmd/kubectl $@
 
-$(BIN)/agnhost: $(BUNDLE_DEPS)
+$(BIN)/agnhost: $(BUNDLE_COMPILED)
 	cd bundle && $(GO_RUN_INSTALL) -ldflags '-s -w' k8s.io/kubernetes/test/images/agnhost $@
 
 CONTAINERD_PKG := github.com/containerd/containerd/v2
@@ -63,21 +79,24 @@ CONTAINERD_LDFLAGS := -s -w -X $(CONTAINERD_PKG)/version.Version=$(CONTAINERD_VE
 	-X $(CONTAINERD_PKG)/version.Revision=$(CONTAINERD_VERSION)
 $(BIN)/containerd $(BIN)/containerd-shim-runc-v2: $(BIN)/%: assets/versions.env
 	$(GO_RUN_INSTALL) -ldflags '$(CONTAINERD_LDFLAGS)' $(CONTAINERD_PKG)/cmd/$*@$(CONTAINERD_VERSION) $@
+# After containerd, whose packages the shim's are nearly all (see above).
+$(BIN)/containerd-shim-runc-v2: | $(BIN)/containerd
 
 CRICTL_LDFLAGS := -s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$(CRICTL_VERSION)
 $(BIN)/crictl: assets/versions.env
 	$(GO_RUN_INSTALL) -ldflags '$(CRICTL_LDFLAGS)' sigs.k8s.io/cri-tools/cmd/crictl@$(CRICTL_VERSION) $@
 
-# CoreDNS and local-path-provisioner are tools of the bundle module
-# (bundle/go.mod, at the versions of assets/versions.env; a unit test holds
-# the two equal): their Kubernetes libraries are the bundle's v1.37.2, which
-# they accept without lifting any module the Kubernetes binaries are built
-# from, so a cold build compiles client-go and k8s.io/api once rather than
-# once per component.
-$(BIN)/coredns: $(BUNDLE_DEPS)
-	cd bundle && $(GO_RUN_INSTALL) -ldflags '-s -w' github.com/coredns/coredns $@
+# CoreDNS, local-path-provisioner and metrics-server are built in the
+# bundle module (bundle/go.mod, at the versions of assets/versions.env; a
+# unit test holds the two equal): their Kubernetes libraries are the
+# bundle's v1.37.2, so a cold build compiles client-go, k8s.io/api and
+# k8s.io/apiserver once rather than once per component. CoreDNS comes from
+# the bundle's cmd/coredns: upstream's plugins less the six that link a
+# cloud or tracing SDK.
+$(BIN)/coredns: $(BUNDLE_COMPILED)
+	cd bundle && $(GO_RUN_INSTALL) -ldflags '-s -w' ./cmd/coredns $@
 
-$(BIN)/local-path-provisioner: $(BUNDLE_DEPS)
+$(BIN)/local-path-provisioner: $(BUNDLE_COMPILED)
 	cd bundle && $(GO_RUN_INSTALL) -ldflags '-s -w -X main.VERSION=$(LOCAL_PATH_PROVISIONER_VERSION)' \
 		github.com/rancher/local-path-provisioner $@
 
@@ -88,12 +107,9 @@ $(BIN)/registry: assets/versions.env
 
 # Its version where upstream's Makefile puts it (client-go's pkg/version).
 METRICS_SERVER_LDFLAGS := -s -w -X k8s.io/client-go/pkg/version.gitVersion=$(METRICS_SERVER_VERSION)
-# Not a tool of the bundle: built against k8s.io/apiserver v0.37.2 it panics
-# at start (its generated OpenAPI definitions no longer match), so it keeps
-# its own module graph.
-$(BIN)/metrics-server: assets/versions.env
-	$(GO_RUN_INSTALL) -ldflags '$(METRICS_SERVER_LDFLAGS)' \
-		sigs.k8s.io/metrics-server/cmd/metrics-server@$(METRICS_SERVER_VERSION) $@
+$(BIN)/metrics-server: $(BUNDLE_COMPILED)
+	cd bundle && $(GO_RUN_INSTALL) -ldflags '$(METRICS_SERVER_LDFLAGS)' \
+		sigs.k8s.io/metrics-server/cmd/metrics-server $@
 
 $(BIN)/pause: $(wildcard images/pause/*.go)
 	$(GO_RUN_INSTALL) -trimpath -ldflags '-s -w' ./images/pause $@

@@ -18,6 +18,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/kubernix/kubernix/pkg/cgroup"
+	"github.com/kubernix/kubernix/pkg/node"
 	"github.com/kubernix/kubernix/pkg/sysctl"
 )
 
@@ -32,6 +34,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	defer restore()
+	if err := mountCgroupControllers(); err != nil {
+		fmt.Fprintf(os.Stderr, "FAIL: %v\n", err)
+		restore()
+		os.Exit(1)
+	}
 	code := m.Run()
 	for _, s := range []struct {
 		name  string
@@ -46,6 +53,29 @@ func TestMain(m *testing.M) {
 	}
 	restore()
 	os.Exit(code)
+}
+
+// mountCgroupControllers mounts the cgroup v1 controllers that the kernel
+// has and no hierarchy mounts, before any test, as the first root `up` on
+// a host does (and leaves them: README, "What kubernix changes on your machine"). On a
+// fresh machine that first `up` would otherwise come in the middle of the
+// run, after a rootless test user was delegated a cgroup in every
+// hierarchy then mounted: the new hierarchies would lack it, and that
+// user's `up` be refused ("no cgroup subtree is delegated"). It does
+// nothing without root or cluster binaries, or on a cgroup v2 host.
+func mountCgroupControllers() error {
+	if testing.Short() || os.Geteuid() != 0 || os.Getenv("KUBERNIX_BIN_DIR") == "" {
+		return nil
+	}
+	layout, err := cgroup.Detect()
+	if err != nil {
+		return err
+	}
+	mounted, err := node.MountCgroupControllers(layout)
+	if len(mounted) > 0 {
+		fmt.Fprintf(os.Stderr, "mounted the cgroup v1 controllers %v, as kubernix up does\n", mounted)
+	}
+	return err
 }
 
 // inotifyInstances is the fs.inotify.max_user_instances the tests' root
