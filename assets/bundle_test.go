@@ -18,14 +18,7 @@ import (
 // whose image carries another version's tag.
 func TestBundleModuleMatchesVersions(t *testing.T) {
 	path := filepath.Join("..", "bundle", "go.mod")
-	b, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	mod, err := modfile.Parse(path, b, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	mod := readModFile(t, path)
 	var tools []string
 	for _, tl := range mod.Tool {
 		tools = append(tools, tl.Path)
@@ -74,15 +67,7 @@ func TestModulesShareVersions(t *testing.T) {
 		filepath.Join("..", "test", "conformance", "go.mod")}
 	versions := make([]map[string]string, len(files))
 	for i, path := range files {
-		b, err := os.ReadFile(path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		mod, err := modfile.Parse(path, b, nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		versions[i] = requiredVersions(mod)
+		versions[i] = requiredVersions(readModFile(t, path))
 	}
 	for i := range files {
 		for j := i + 1; j < len(files); j++ {
@@ -109,4 +94,19 @@ func requiredVersions(mod *modfile.File) map[string]string {
 		}
 	}
 	return v
+}
+
+// readModFile reads and parses the go.mod file at path, failing the test
+// if it cannot.
+func readModFile(t *testing.T, path string) *modfile.File {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mod, err := modfile.Parse(path, b, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return mod
 }

@@ -55,6 +55,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
+// startsClusters reports whether this run starts clusters: as root, not
+// -short, with the built binaries (KUBERNIX_BIN_DIR). TestMain changes
+// the host for the run only then.
+func startsClusters() bool {
+	return !testing.Short() && os.Geteuid() == 0 && os.Getenv("KUBERNIX_BIN_DIR") != ""
+}
+
 // mountCgroupControllers mounts the cgroup v1 controllers that the kernel
 // has and no hierarchy mounts, before any test, as the first root `up` on
 // a host does (and leaves them: README, "What kubernix changes on your machine"). On a
@@ -64,7 +71,7 @@ func TestMain(m *testing.M) {
 // user's `up` be refused ("no cgroup subtree is delegated"). It does
 // nothing without root or cluster binaries, or on a cgroup v2 host.
 func mountCgroupControllers() error {
-	if testing.Short() || os.Geteuid() != 0 || os.Getenv("KUBERNIX_BIN_DIR") == "" {
+	if !startsClusters() {
 		return nil
 	}
 	layout, err := cgroup.Detect()
@@ -93,7 +100,7 @@ const inotifyInstances = 512
 func raiseInotifyInstances() (restore func(), err error) {
 	const key = "fs.inotify.max_user_instances"
 	nothing := func() {}
-	if testing.Short() || os.Geteuid() != 0 || os.Getenv("KUBERNIX_BIN_DIR") == "" {
+	if !startsClusters() {
 		return nothing, nil
 	}
 	old, err := sysctl.Get(key)
