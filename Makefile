@@ -13,11 +13,19 @@ export GOFLAGS := -buildvcs=false
 # recompile all of it with cgo).
 export CGO_ENABLED := 0
 
-K8S_MAJOR := $(patsubst v%,%,$(word 1,$(subst ., ,$(KUBERNETES_VERSION))))
-K8S_MINOR := $(word 2,$(subst ., ,$(KUBERNETES_VERSION)))
-K8S_LDFLAGS := -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
-	-X $(p).gitVersion=$(KUBERNETES_VERSION) -X $(p).gitMajor=$(K8S_MAJOR) \
-	-X $(p).gitMinor=$(K8S_MINOR) -X $(p).gitTreeState=clean)
+# The Kubernetes release the bins and images targets build:
+# assets/versions.env's unless given, as in `make bins
+# KUBERNETES_VERSION=v1.36.3`. Another release than the default needs a
+# module of its own, bundle/releases/v<major>.<minor> (its go.mod pins the
+# release), and is built into $(OUT)/releases/<version> beside the default
+# bundle, whose other components (containerd, CoreDNS, ...) it shares.
+DEFAULT_KUBERNETES_VERSION := $(shell sed -n 's/^KUBERNETES_VERSION=//p' assets/versions.env)
+# k8s_ldflags VERSION stamps a Kubernetes binary with VERSION (v1.37.2) as
+# upstream's build does (hack/lib/version.sh).
+k8s_ldflags = -s -w $(foreach p,k8s.io/component-base/version k8s.io/client-go/pkg/version,\
+	-X $(p).gitVersion=$(1) -X $(p).gitMajor=$(patsubst v%,%,$(word 1,$(subst ., ,$(1)))) \
+	-X $(p).gitMinor=$(word 2,$(subst ., ,$(1))) -X $(p).gitTreeState=clean)
+K8S_LDFLAGS := $(call k8s_ldflags,$(DEFAULT_KUBERNETES_VERSION))
 BUNDLE_DEPS := bundle/go.mod bundle/go.sum assets/versions.env
 
 # GO_RUN_INSTALL PKG DEST builds the command PKG (a package, or one at
@@ -45,6 +53,38 @@ deps:
 	hack/deps.sh
 
 bins: $(UPSTREAM) $(addprefix $(BIN)/,$(KUBE_NAMES))
+
+# Another release (KUBERNETES_VERSION): its multi-call binary (the bundle's
+# cmd/kube compiled against that release) and kubectl, in
+# $(OUT)/releases/<version>/bin, after the default bundle's binaries.
+ifneq ($(KUBERNETES_VERSION),$(DEFAULT_KUBERNETES_VERSION))
+RELEASE_MOD := bundle/releases/$(basename $(KUBERNETES_VERSION))
+RELEASE_PINNED := $(shell sed -n 's|^[[:space:]]*k8s.io/kubernetes => k8s.io/kubernetes ||p' $(RELEASE_MOD)/go.mod 2>/dev/null)
+RELEASES := $(DEFAULT_KUBERNETES_VERSION) $(shell sed -n 's|^[[:space:]]*k8s.io/kubernetes => k8s.io/kubernetes ||p' bundle/releases/*/go.mod)
+ifneq ($(RELEASE_PINNED),$(KUBERNETES_VERSION))
+$(error KUBERNETES_VERSION=$(KUBERNETES_VERSION) is not a release kubernix builds; it builds $(RELEASES) (the default, then those of bundle/releases/*/go.mod))
+endif
+RELEASE_BIN := $(OUT)/releases/$(KUBERNETES_VERSION)/bin
+RELEASE_COMPILED := $(OUT)/releases/$(KUBERNETES_VERSION)/.compiled
+RELEASE_PROGRAMS := github.com/kubernix/kubernix/bundle/cmd/kube k8s.io/kubernetes/cmd/kubectl
+bins: $(RELEASE_BIN)/kube $(RELEASE_BIN)/kubectl $(addprefix $(RELEASE_BIN)/,$(KUBE_NAMES))
+
+# Compiled once by one go command, then linked, as the default bundle is.
+$(RELEASE_COMPILED): $(RELEASE_MOD)/go.mod $(RELEASE_MOD)/go.sum $(wildcard bundle/cmd/kube/*.go)
+	cd $(RELEASE_MOD) && $(GO) list -export -f '' $(RELEASE_PROGRAMS) >/dev/null
+	@mkdir -p $(@D) && touch $@
+
+$(RELEASE_BIN)/kube: $(RELEASE_COMPILED)
+	cd $(RELEASE_MOD) && $(GO_RUN_INSTALL) -ldflags '$(call k8s_ldflags,$(KUBERNETES_VERSION))' \
+		github.com/kubernix/kubernix/bundle/cmd/kube $@
+
+$(RELEASE_BIN)/kubectl: $(RELEASE_COMPILED)
+	cd $(RELEASE_MOD) && $(GO_RUN_INSTALL) -ldflags '$(call k8s_ldflags,$(KUBERNETES_VERSION))' \
+		k8s.io/kubernetes/cmd/kubectl $@
+
+$(addprefix $(RELEASE_BIN)/,$(KUBE_NAMES)): $(RELEASE_BIN)/kube
+	ln -sf kube $@
+endif
 
 # Go commands run side by side each compile every package the build cache
 # lacks, so on a cold machine two of them building programs of the bundle

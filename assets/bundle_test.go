@@ -4,9 +4,11 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"golang.org/x/mod/modfile"
+	"golang.org/x/mod/semver"
 
 	"github.com/kubernix/kubernix/assets"
 )
@@ -109,4 +111,66 @@ func readModFile(t *testing.T, path string) *modfile.File {
 		t.Fatal(err)
 	}
 	return mod
+}
+
+// TestReleaseModulesPinTheirRelease checks each module of another
+// Kubernetes release than the default (bundle/releases/v<major>.<minor>,
+// which `make bins KUBERNETES_VERSION=...` builds): it replaces
+// k8s.io/kubernetes with a patch of its own minor, older than the default
+// release; every staging module the bundle pins with the matching v0
+// version (a staging module of another release would not compile, or
+// worse, would); and it has the tools the Makefile builds.
+func TestReleaseModulesPinTheirRelease(t *testing.T) {
+	dirs, err := filepath.Glob(filepath.Join("..", "bundle", "releases", "v*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dirs) == 0 {
+		t.Fatal("no module in bundle/releases")
+	}
+	staging := replacedVersions(readModFile(t, filepath.Join("..", "bundle", "go.mod")))
+	def := semver.MajorMinor(assets.Version("KUBERNETES_VERSION"))
+	for _, dir := range dirs {
+		t.Run(filepath.Base(dir), func(t *testing.T) {
+			path := filepath.Join(dir, "go.mod")
+			mod := readModFile(t, path)
+			replaced := replacedVersions(mod)
+			k8s := replaced["k8s.io/kubernetes"]
+			minor := filepath.Base(dir)
+			if semver.MajorMinor(k8s) != minor {
+				t.Fatalf("%s replaces k8s.io/kubernetes with %q, want a %s patch", path, k8s, minor)
+			}
+			if semver.Compare(minor, def) >= 0 {
+				t.Errorf("%s is for %s, not older than the default release %s", path, minor, def)
+			}
+			want := "v0" + strings.TrimPrefix(k8s, "v1") // v1.36.3: the staging modules' v0.36.3
+			for m := range staging {
+				if got := replaced[m]; got != want {
+					t.Errorf("%s replaces %s with %q, want %s", path, m, got, want)
+				}
+			}
+			var tools []string
+			for _, tl := range mod.Tool {
+				tools = append(tools, tl.Path)
+			}
+			for _, tool := range []string{"github.com/kubernix/kubernix/bundle/cmd/kube", "k8s.io/kubernetes/cmd/kubectl"} {
+				if !slices.Contains(tools, tool) {
+					t.Errorf("%s lacks the tool %s (the Makefile builds it): tools %v", path, tool, tools)
+				}
+			}
+		})
+	}
+}
+
+// replacedVersions maps each module path that mod replaces with a module
+// version to that version; k8s.io/kubernetes excluded when it is only
+// required (the bundle requires it and replaces its staging modules).
+func replacedVersions(mod *modfile.File) map[string]string {
+	v := map[string]string{}
+	for _, r := range mod.Replace {
+		if r.New.Version != "" {
+			v[r.Old.Path] = r.New.Version
+		}
+	}
+	return v
 }
