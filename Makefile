@@ -13,7 +13,7 @@ export GOFLAGS := -buildvcs=false
 # recompile all of it with cgo).
 export CGO_ENABLED := 0
 
-# The Kubernetes release the bins and images targets build:
+# The Kubernetes release the bins target builds:
 # assets/versions.env's unless given, as in `make bins
 # KUBERNETES_VERSION=v1.36.3`. Another release than the default needs a
 # module of its own, bundle/releases/v<major>.<minor> (its go.mod pins the
@@ -59,8 +59,10 @@ bins: $(UPSTREAM) $(addprefix $(BIN)/,$(KUBE_NAMES))
 # $(OUT)/releases/<version>/bin, after the default bundle's binaries.
 ifneq ($(KUBERNETES_VERSION),$(DEFAULT_KUBERNETES_VERSION))
 RELEASE_MOD := bundle/releases/$(basename $(KUBERNETES_VERSION))
-RELEASE_PINNED := $(shell sed -n 's|^[[:space:]]*k8s.io/kubernetes => k8s.io/kubernetes ||p' $(RELEASE_MOD)/go.mod 2>/dev/null)
-RELEASES := $(DEFAULT_KUBERNETES_VERSION) $(shell sed -n 's|^[[:space:]]*k8s.io/kubernetes => k8s.io/kubernetes ||p' bundle/releases/*/go.mod)
+# pinned_kubernetes FILES: the k8s.io/kubernetes versions the go.mod FILES replace it with.
+pinned_kubernetes = $(shell sed -n 's|^[[:space:]]*k8s.io/kubernetes => k8s.io/kubernetes ||p' $(1) 2>/dev/null)
+RELEASE_PINNED := $(call pinned_kubernetes,$(RELEASE_MOD)/go.mod)
+RELEASES := $(DEFAULT_KUBERNETES_VERSION) $(call pinned_kubernetes,bundle/releases/*/go.mod)
 ifneq ($(RELEASE_PINNED),$(KUBERNETES_VERSION))
 $(error KUBERNETES_VERSION=$(KUBERNETES_VERSION) is not a release kubernix builds; it builds $(RELEASES) (the default, then those of bundle/releases/*/go.mod))
 endif
