@@ -117,9 +117,12 @@ func readModFile(t *testing.T, path string) *modfile.File {
 // Kubernetes release than the default (bundle/releases/v<major>.<minor>,
 // which `make bins KUBERNETES_VERSION=...` builds): it replaces
 // k8s.io/kubernetes with a patch of its own minor, older than the default
-// release; every staging module the bundle pins with the matching v0
-// version (a staging module of another release would not compile, or
-// worse, would); and it has the tools the Makefile builds.
+// release; every staging module the bundle pins that the release has (it
+// requires or replaces it: k8s.io/streaming came with v1.36) with the
+// matching v0 version (a staging module of another release would not
+// compile, or worse, would); and it has the tools the Makefile builds. The releases
+// these modules pin are versions.env's KUBERNETES_RELEASES, which kubernix
+// names when a release is asked for that is not built.
 func TestReleaseModulesPinTheirRelease(t *testing.T) {
 	dirs, err := filepath.Glob(filepath.Join("..", "bundle", "releases", "v*"))
 	if err != nil {
@@ -136,12 +139,14 @@ func TestReleaseModulesPinTheirRelease(t *testing.T) {
 		}
 	}
 	def := semver.MajorMinor(assets.Version("KUBERNETES_VERSION"))
+	var pinned []string
 	for _, dir := range dirs {
 		t.Run(filepath.Base(dir), func(t *testing.T) {
 			path := filepath.Join(dir, "go.mod")
 			mod := readModFile(t, path)
 			replaced := replacedVersions(mod)
 			k8s := replaced["k8s.io/kubernetes"]
+			pinned = append(pinned, k8s)
 			minor := filepath.Base(dir)
 			if semver.MajorMinor(k8s) != minor {
 				t.Fatalf("%s replaces k8s.io/kubernetes with %q, want a %s patch", path, k8s, minor)
@@ -150,8 +155,16 @@ func TestReleaseModulesPinTheirRelease(t *testing.T) {
 				t.Errorf("%s is for %s, not older than the default release %s", path, minor, def)
 			}
 			want := "v0" + strings.TrimPrefix(k8s, "v1") // v1.36.3: the staging modules' v0.36.3
+			required := map[string]bool{}
+			for _, r := range mod.Require {
+				required[r.Mod.Path] = true
+			}
 			for _, m := range staging {
-				if got := replaced[m]; got != want {
+				got, ok := replaced[m]
+				if !ok && !required[m] {
+					continue // not a module of this release: k8s.io/streaming and k8s.io/cri-streaming came with v1.36
+				}
+				if got != want {
 					t.Errorf("%s replaces %s with %q, want %s", path, m, got, want)
 				}
 			}
@@ -165,6 +178,12 @@ func TestReleaseModulesPinTheirRelease(t *testing.T) {
 				}
 			}
 		})
+	}
+	semver.Sort(pinned)
+	slices.Reverse(pinned)
+	if listed := strings.Fields(assets.Version("KUBERNETES_RELEASES")); !slices.Equal(listed, pinned) {
+		t.Errorf("versions.env has KUBERNETES_RELEASES=%s; the modules of bundle/releases pin %s (newest first)",
+			strings.Join(listed, " "), strings.Join(pinned, " "))
 	}
 }
 

@@ -1,5 +1,7 @@
 // Package bins finds the upstream binaries kubernix runs and the built-in
 // images, and reports the binaries' versions. The search order is: the
+// bin dir of the Kubernetes release asked for, when it is not the default
+// (<bundle>/releases/<version>/bin, see Finder.UseRelease); the
 // --bin-dir; the bundle (--bundle-dir, else the one beside the kubernix
 // executable: <exe dir>/../lib/kubernix as installed, or the source
 // tree's _output); $PATH; then /usr/sbin and /sbin.
@@ -18,6 +20,7 @@ import (
 	"time"
 
 	"github.com/kubernix/kubernix/internal/atomicfile"
+	"github.com/kubernix/kubernix/pkg/release"
 )
 
 // ErrNotFound is returned (wrapped) by Finder.Find for a binary found nowhere.
@@ -111,10 +114,37 @@ func LocateBundle(given, exe string) Bundle {
 	return Bundle{}
 }
 
-// Finder looks binaries up in a fixed order of directories: BinDir, the
-// Bundle's bin dir, Path, then SystemDirs.
+// Releases lists the Kubernetes releases b holds, newest first: the
+// default release (release.Default, its binaries in b.Bin), then each
+// other release kubernix builds (release.Known) whose bin dir
+// b.Dir/releases/<version>/bin has kube-apiserver, as `make bins
+// KUBERNETES_VERSION=<version>` and `make install` lay them out. The
+// default is listed even without a bundle: its binaries are then found
+// in --bin-dir and $PATH.
+func (b Bundle) Releases() []release.Release {
+	def := release.Default()
+	def.Bin = b.Bin
+	out := []release.Release{def}
+	if b.Dir == "" {
+		return out
+	}
+	for _, v := range release.Known()[1:] {
+		bin := filepath.Join(b.Dir, "releases", v, "bin")
+		if isExecutable(filepath.Join(bin, bundleMarker)) {
+			out = append(out, release.Of(v, bin))
+		}
+	}
+	return out
+}
+
+// Finder looks binaries up in a fixed order of directories: ReleaseBin,
+// BinDir, the Bundle's bin dir, Path, then SystemDirs.
 type Finder struct {
-	// BinDir (the --bin-dir) is searched first; "" for none.
+	// ReleaseBin holds the Kubernetes binaries of the release a cluster
+	// runs when it is not the default (release.Release.Bin, set by
+	// UseRelease), searched first; "" for none.
+	ReleaseBin string
+	// BinDir (the --bin-dir) is searched next; "" for none.
 	BinDir string
 	// Bundle's Bin is searched next, so its kubectl wins over an older one
 	// on PATH; its Images are the built-in images. Zero when none was found.
@@ -143,10 +173,69 @@ func NewFinder(binDir, bundleDir string) *Finder {
 	return f
 }
 
-// dirs lists BinDir and the bundle's bin dir, those that are set.
+// Releases lists the Kubernetes releases f can run, newest first: those
+// of the bundle beside the --bin-dir (its parent, as `make` lays out
+// _output/bin and _output/releases), then those of f's Bundle not found
+// there (Bundle.Releases); the default release first, with f's
+// bundle's bin dir.
+func (f *Finder) Releases() []release.Release {
+	out := f.Bundle.Releases()
+	if f.BinDir == "" {
+		return out
+	}
+	beside := Bundle{Dir: filepath.Dir(f.BinDir), Bin: f.BinDir}.Releases()[1:]
+	for _, r := range out[1:] {
+		if !slices.ContainsFunc(beside, func(b release.Release) bool { return b.Kubernetes == r.Kubernetes }) {
+			beside = append(beside, r)
+		}
+	}
+	release.Sort(beside)
+	return append(out[:1], beside...)
+}
+
+// UseRelease looks the Kubernetes version (as release.Lookup reads it;
+// "" for the default) up among f's Releases and, for another release
+// than the default, makes Find search its bin dir first: a release asked
+// for by name wins over --bin-dir. The error is Lookup's, and leaves f as
+// it was.
+func (f *Finder) UseRelease(version string) (release.Release, error) {
+	rel, err := release.Lookup(f.Releases(), version)
+	if err != nil {
+		return rel, err
+	}
+	f.ReleaseBin = ""
+	if rel.Kubernetes != release.Default().Kubernetes {
+		f.ReleaseBin = rel.Bin
+	}
+	return rel, nil
+}
+
+// ReleaseFinder is NewFinder(binDir, bundleDir) after UseRelease(version):
+// the Finder, the release and UseRelease's error. On an error the release
+// is still the one version names (release.Of without a Bin: its binaries
+// are found as any other; the default release when version names none
+// kubernix builds), for the verbs that start nothing (down, status,
+// logs) to go on with; up refuses the error.
+func ReleaseFinder(binDir, bundleDir, version string) (*Finder, release.Release, error) {
+	f := NewFinder(binDir, bundleDir)
+	rel, err := f.UseRelease(version)
+	if err == nil {
+		return f, rel, nil
+	}
+	rel = release.Default()
+	for _, known := range release.Known() {
+		if release.Matches(version, known) {
+			rel = release.Of(known, "")
+			break
+		}
+	}
+	return f, rel, err
+}
+
+// dirs lists ReleaseBin, BinDir and the bundle's bin dir, those that are set.
 func (f *Finder) dirs() []string {
 	var out []string
-	for _, d := range []string{f.BinDir, f.Bundle.Bin} {
+	for _, d := range []string{f.ReleaseBin, f.BinDir, f.Bundle.Bin} {
 		if d != "" {
 			out = append(out, d)
 		}

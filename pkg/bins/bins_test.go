@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/kubernix/kubernix/pkg/release"
 )
 
 func writeExe(t *testing.T, dir, name, script string) string {
@@ -252,5 +254,73 @@ func TestImagesDir(t *testing.T) {
 				t.Errorf("ImagesDir = %q, %v; want %s", got, err, at(tt.want))
 			}
 		})
+	}
+}
+
+// TestUseRelease checks that the releases of a bundle are found in
+// releases/<version>/bin, and that a release's bin dir is searched after
+// --bin-dir and before the bundle's own.
+func TestUseRelease(t *testing.T) {
+	root := layout(t)
+	known := release.Known()
+	older := known[len(known)-1]
+	rel := filepath.Join(root, "inst/lib/kubernix/releases", older, "bin")
+	for _, b := range []string{"kube-apiserver", "kubectl"} {
+		writeExe(t, rel, b, "echo "+older)
+	}
+	// A release kubernix does not build is not listed, built or not.
+	writeExe(t, filepath.Join(root, "inst/lib/kubernix/releases/v1.20.0/bin"), "kube-apiserver", "true")
+
+	f := finderIn(root, "inst/bin/kubernix", "", "")
+	var got []string
+	for _, r := range f.Bundle.Releases() {
+		got = append(got, r.Kubernetes+" "+r.Bin)
+	}
+	want := []string{known[0] + " " + f.Bundle.Bin, older + " " + rel}
+	if !slices.Equal(got, want) {
+		t.Fatalf("Releases() = %q, want %q", got, want)
+	}
+
+	for _, tt := range []struct {
+		version, binDir, wantDir string
+	}{
+		{older, "", rel},
+		{older[:len(older)-2], "", rel}, // its minor
+		{older, "bindir", rel},          // asked for by name, it wins over --bin-dir
+		{"", "bindir", filepath.Join(root, "bindir")},
+		{"", "", f.Bundle.Bin},
+		{known[0], "", f.Bundle.Bin},
+	} {
+		f := finderIn(root, "inst/bin/kubernix", "", tt.binDir)
+		if _, err := f.UseRelease(tt.version); err != nil {
+			t.Fatalf("UseRelease(%q): %v", tt.version, err)
+		}
+		p, err := f.Find("kubectl")
+		if err != nil || filepath.Dir(p) != tt.wantDir {
+			t.Errorf("UseRelease(%q), --bin-dir %q: Find(kubectl) = %s, %v; want it in %s", tt.version, tt.binDir, p, err, tt.wantDir)
+		}
+	}
+
+	// A release beside the --bin-dir (_output/bin, _output/releases) is
+	// found when the bundle has none.
+	besideBin := filepath.Join(root, "src/_output/releases", older, "bin")
+	writeExe(t, besideBin, "kube-apiserver", "true")
+	writeExe(t, besideBin, "kubectl", "true")
+	f = finderIn(root, "none/bin/kubernix", "", "src/_output/bin")
+	if r, err := f.UseRelease(older); err != nil || r.Bin != besideBin {
+		t.Errorf("UseRelease(%q) with the release beside --bin-dir = %+v, %v; want it in %s", older, r, err, besideBin)
+	}
+	if err := os.RemoveAll(besideBin); err != nil {
+		t.Fatal(err)
+	}
+
+	// Without the release built: refused, naming the make command, and
+	// the finder is unchanged.
+	f = finderIn(root, "src/_output/bin/kubernix", "", "")
+	if _, err := f.UseRelease(older); !errors.Is(err, release.ErrNotBuilt) || !strings.Contains(err.Error(), "make bins KUBERNETES_VERSION="+older) {
+		t.Errorf("UseRelease(%q) without it built = %v, want ErrNotBuilt naming the make command", older, err)
+	}
+	if f.ReleaseBin != "" {
+		t.Errorf("a failed UseRelease set ReleaseBin %q", f.ReleaseBin)
 	}
 }

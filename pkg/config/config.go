@@ -66,6 +66,12 @@ type Config struct {
 	CNIDir string `toml:"cni_dir" flag:"cni-dir" usage:"directory of the CNI plugins (default /usr/lib/cni or /opt/cni/bin)"`
 	// Nodes is the number of worker nodes, 1..MaxNodes.
 	Nodes int `toml:"nodes" flag:"nodes" usage:"number of nodes"`
+	// KubernetesVersion is the Kubernetes release the cluster runs: one
+	// kubernix builds (release.Known), e.g. "v1.36.3", or its minor,
+	// "v1.36", for the newest patch built; empty means the default
+	// release. up records the full version the cluster ran, and a stopped
+	// cluster moves to another only as release.CheckUpgrade allows.
+	KubernetesVersion string `toml:"kubernetes_version" flag:"kubernetes-version" usage:"Kubernetes release to run: a version or its minor, e.g. v1.36 (the newest patch built); kubernix doctor lists those built (default: the newest)"`
 	// Executor decides how node processes run: "" (auto), "process" or "container".
 	Executor string `toml:"executor" flag:"executor" usage:"how nodes run: container (a sandbox per node, the default) or process (the host's namespaces: 1 node, one such cluster per host)"`
 	// CIDR is the whole cluster address range (IPv4). Unset NodeCIDR,

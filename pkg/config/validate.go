@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/kubernix/kubernix/pkg/addons"
+	"github.com/kubernix/kubernix/pkg/release"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -31,6 +32,9 @@ func (c *Config) Validate() error {
 	}
 	if c.Nodes < 1 || c.Nodes > MaxNodes {
 		add("--nodes %d: must be between 1 and %d", c.Nodes, MaxNodes)
+	}
+	if v := c.KubernetesVersion; v != "" && !slices.ContainsFunc(release.Known(), func(k string) bool { return release.Matches(v, k) }) {
+		add("--kubernetes-version %q: kubernix runs %s (a version, or its minor such as v%d.%d)", v, strings.Join(release.Known(), ", "), 1, release.Default().Minor())
 	}
 	switch c.Executor {
 	case ExecutorAuto, ExecutorProcess, ExecutorContainer:

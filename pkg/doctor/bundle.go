@@ -3,15 +3,18 @@ package doctor
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/kubernix/kubernix/internal/fileinfo"
 	"github.com/kubernix/kubernix/pkg/bins"
+	"github.com/kubernix/kubernix/pkg/release"
 )
 
 // checkBundle reports where finder's bundle is and how it was found
-// (bins.Bundle.How), or where it was looked for; and the built-in images
-// directory, which up needs (a failure when there is none).
+// (bins.Bundle.How), or where it was looked for; the built-in images
+// directory, which up needs (a failure when there is none); and the
+// Kubernetes releases it holds (describeReleases).
 func checkBundle(finder *bins.Finder) Report {
 	bundle := Result{Group: "binaries", Name: "bundle", Status: StatusOK,
 		Detail: fmt.Sprintf("%s  (%s)", finder.Bundle.Dir, finder.Bundle.How)}
@@ -31,6 +34,7 @@ func checkBundle(finder *bins.Finder) Report {
 		bundle.Fix = "`make install` puts kubernix and its bundle into PREFIX/bin and PREFIX/lib/kubernix; or pass --bundle-dir"
 	}
 	images := Result{Group: "binaries", Name: "built-in images", Status: StatusOK}
+	releases := Result{Group: "binaries", Name: "Kubernetes releases", Status: StatusInfo, Detail: describeReleases(finder.Releases())}
 	dir, err := finder.ImagesDir()
 	if err != nil {
 		images.Status, images.Detail = StatusFail, err.Error()
@@ -41,5 +45,30 @@ func checkBundle(finder *bins.Finder) Report {
 		}
 		images.Detail = fmt.Sprintf("%s  (%s)", dir, strings.Join(names, ", "))
 	}
-	return Report{bundle, images}
+	return Report{bundle, images, releases}
+}
+
+// describeReleases words the releases found (bins.Finder.Releases, the
+// default first): each version, the default marked, the others' bin
+// dirs, and the make command of each release kubernix builds that is
+// missing.
+func describeReleases(found []release.Release) string {
+	var have, missing []string
+	for i, r := range found {
+		if i == 0 {
+			have = append(have, r.Kubernetes+" (default)")
+			continue
+		}
+		have = append(have, fmt.Sprintf("%s (%s)", r.Kubernetes, r.Bin))
+	}
+	for _, v := range release.Known() {
+		if !slices.ContainsFunc(found, func(r release.Release) bool { return r.Kubernetes == v }) {
+			missing = append(missing, v)
+		}
+	}
+	out := strings.Join(have, ", ")
+	if len(missing) > 0 {
+		out += fmt.Sprintf("; not built: %s (`make bins KUBERNETES_VERSION=<version>` builds one)", strings.Join(missing, ", "))
+	}
+	return out
 }

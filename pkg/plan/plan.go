@@ -58,10 +58,6 @@ type Plan struct {
 	AuditPolicy []byte
 }
 
-// ReleaseOf is the Kubernetes release cfg's cluster runs. Every cluster
-// runs release.Default() until the config can name another.
-func ReleaseOf(cfg config.Config) release.Release { return release.Default() }
-
 // Rootless is how a plan's cluster runs rootless: as its state dir's
 // rootless.json records it (state.RootlessState) or, before that is
 // written, as up chose.
@@ -226,12 +222,14 @@ func (p *Plan) CgroupRoot(nd *node.Node) string { return path.Join(p.CgroupParen
 // Default, CoreDNS among them (it forwards names outside the cluster there).
 func (p *Plan) ResolvConf() string { return "/etc/resolv.conf" }
 
+// String is the plan in one line, the head of WritePlan: the cluster's
+// name, release, node count, executor and apiserver URL.
 func (p *Plan) String() string {
 	mode := ""
 	if p.Rootless {
 		mode = ", rootless"
 	}
-	return fmt.Sprintf("cluster %s: %d node(s), executor %s%s, apiserver https://%s", p.Cfg.Name, len(p.Nodes), p.Executor, mode,
+	return fmt.Sprintf("cluster %s: Kubernetes %s, %d node(s), executor %s%s, apiserver https://%s", p.Cfg.Name, p.Release, len(p.Nodes), p.Executor, mode,
 		netip.AddrPortFrom(p.APIServerIP, uint16(p.Cfg.APIServerPort)))
 }
 

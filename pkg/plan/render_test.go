@@ -16,6 +16,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/plan"
 	"github.com/kubernix/kubernix/pkg/plan/plantest"
+	"github.com/kubernix/kubernix/pkg/release"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/")
@@ -138,7 +139,8 @@ func checkGolden(t *testing.T, dir string, files map[string][]byte, self string)
 // TestPlanGolden renders the whole plan `up --dry-run` prints (every
 // component, control plane included, in start order with its command
 // line, environment, probes and files) for a 1-node, a 3-node and a
-// rootless cluster, and compares it with testdata/plan/<name>.txt (-update
+// rootless cluster, and a 1-node cluster of each other release kubernix
+// builds, and compares it with testdata/plan/<name>.txt (-update
 // rewrites them). Machine paths are placeholders.
 func TestPlanGolden(t *testing.T) {
 	// The plan shows each process's whole environment: the test's own
@@ -159,6 +161,13 @@ func TestPlanGolden(t *testing.T) {
 		{"1-node", func(t testing.TB) *plan.Plan { return plantest.Plan(t, 1) }},
 		{"3-node", func(t testing.TB) *plan.Plan { return plantest.Plan(t, 3) }},
 		{"rootless", plantest.Rootless},
+	}
+	// One per other release: where its flags or files differ, it shows.
+	for _, v := range release.Known()[1:] {
+		tests = append(tests, struct {
+			name string
+			pl   func(t testing.TB) *plan.Plan
+		}{"1-node-" + v, func(t testing.TB) *plan.Plan { return plantest.Release(t, v) }})
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

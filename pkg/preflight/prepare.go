@@ -16,6 +16,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/doctor"
 	"github.com/kubernix/kubernix/pkg/plan"
+	"github.com/kubernix/kubernix/pkg/release"
 	"github.com/kubernix/kubernix/pkg/rootless"
 	"github.com/kubernix/kubernix/pkg/state"
 )
@@ -76,6 +77,8 @@ type Prepared struct {
 //
 //   - the cluster must not be running (runningError lists what cfg would
 //     change in it);
+//   - the Kubernetes release asked for must be built (bins.ReleaseFinder;
+//     the config then names its full version, which is recorded);
 //   - the doctor's checks (doctor.Check) give the binaries and host facts;
 //   - the apiserver and registry ports are chosen (choosePorts; a default
 //     one that is taken moves, and the config is validated again);
@@ -98,13 +101,20 @@ func Prepare(ctx context.Context, cfg config.Config, opts PrepareOptions) (*Prep
 	if err := pp.notRunning(cfg); err != nil {
 		return nil, err
 	}
-	finder := bins.NewFinder(cfg.BinDir, cfg.BundleDir)
-	facts := pp.hostFacts(finder, cfg)
+	finder, rel, err := bins.ReleaseFinder(cfg.BinDir, cfg.BundleDir, cfg.KubernetesVersion)
+	if err != nil {
+		if err := pp.refuse(config.Invalid("", []error{fmt.Errorf("--kubernetes-version %s: %w", cfg.KubernetesVersion, err)})); err != nil {
+			return pp.pr, err
+		}
+	}
+	// The record holds the release the cluster ran, not how it was named.
+	cfg.KubernetesVersion = rel.Kubernetes
+	facts := pp.hostFacts(finder, rel, cfg)
 	imagesDir, imagesErr := finder.ImagesDir()
 	if opts.Mode == AsUser {
 		cfg.CgroupParent = facts.CgroupParent
 	}
-	cfg, err := pp.ports(cfg, facts, imagesDir)
+	cfg, err = pp.ports(cfg, facts, imagesDir)
 	if err != nil {
 		return pp.pr, err
 	}
@@ -163,8 +173,7 @@ func (pp *preparation) notRunning(cfg config.Config) error {
 // Where they fail, the facts still name where each missing binary was
 // looked for, so that the input's own problems are refused before the
 // host's (checkHost).
-func (pp *preparation) hostFacts(finder *bins.Finder, cfg config.Config) doctor.Facts {
-	rel := plan.ReleaseOf(cfg)
+func (pp *preparation) hostFacts(finder *bins.Finder, rel release.Release, cfg config.Config) doctor.Facts {
 	report, facts := doctor.Check(pp.ctx, finder, doctor.Options{Release: rel, CNIDir: cfg.CNIDir, CgroupParent: cfg.CgroupParent, SkipNetworkPolicy: !cfg.NetworkPolicy})
 	pp.pr.Report = report
 	if report.Failed() {
@@ -398,11 +407,16 @@ func nextFreePort(port, def int, check func(port int) error) (int, error) {
 // would take.
 func runningChanges(cfg config.Config, mode Mode) []Change {
 	if mode == AsRoot {
-		finder := bins.NewFinder(cfg.BinDir, cfg.BundleDir)
+		finder, rel, _ := bins.ReleaseFinder(cfg.BinDir, cfg.BundleDir, cfg.KubernetesVersion)
 		imagesDir, _ := finder.ImagesDir()
-		cfg, _, _ = choosePorts(cfg, doctor.Locate(finder, plan.ReleaseOf(cfg), cfg.CNIDir), imagesDir, mode)
-	} else if cfg.CgroupParent == "" {
-		cfg.CgroupParent, _ = rootless.DelegatedCgroup(os.Getuid())
+		cfg, _, _ = choosePorts(cfg, doctor.Locate(finder, rel, cfg.CNIDir), imagesDir, mode)
+		cfg.KubernetesVersion = rel.Kubernetes
+	} else {
+		if cfg.CgroupParent == "" {
+			cfg.CgroupParent, _ = rootless.DelegatedCgroup(os.Getuid())
+		}
+		_, rel, _ := bins.ReleaseFinder(cfg.BinDir, cfg.BundleDir, cfg.KubernetesVersion)
+		cfg.KubernetesVersion = rel.Kubernetes
 	}
 	changes, _ := ConfigChanges(cfg, mode != AsRoot)
 	return changes

@@ -10,6 +10,7 @@ import (
 
 	"github.com/kubernix/kubernix/internal/fileinfo"
 	"github.com/kubernix/kubernix/pkg/config"
+	"github.com/kubernix/kubernix/pkg/release"
 	"github.com/kubernix/kubernix/pkg/state"
 )
 
@@ -76,6 +77,13 @@ func ConfigChanges(cfg config.Config, rootless bool) ([]Change, error) {
 	if err != nil {
 		return nil, fmt.Errorf("the record of the last run: %w", err)
 	}
+	// Unset: the default release (recorded before the release was, or
+	// given unresolved).
+	for _, c := range []*config.Config{&recorded, &cfg} {
+		if c.KubernetesVersion == "" {
+			c.KubernetesVersion = release.Default().Kubernetes
+		}
+	}
 	recorded.Executor = recorded.EffectiveExecutor(rootless)
 	cfg.Executor = cfg.EffectiveExecutor(rootless)
 	diff, err := config.Diff(recorded, cfg)
@@ -91,6 +99,9 @@ func ConfigChanges(cfg config.Config, rootless bool) ([]Change, error) {
 		c := Change{Change: d}
 		if hasData {
 			c.NewCluster = newClusterKeys[d.TopKey()]
+			if d.Key == "kubernetes_version" {
+				c.NewCluster = upgradeRefusal(recorded.KubernetesVersion, cfg.KubernetesVersion)
+			}
 		}
 		changes = append(changes, c)
 	}
@@ -102,6 +113,16 @@ func ConfigChanges(cfg config.Config, rootless bool) ([]Change, error) {
 		}
 	}
 	return changes, nil
+}
+
+// upgradeRefusal says why a cluster whose etcd data a release from wrote
+// cannot run the release to (release.CheckUpgrade); "" when it can.
+func upgradeRefusal(from, to string) string {
+	err := release.CheckUpgrade(from, to)
+	if err == nil {
+		return ""
+	}
+	return strings.TrimPrefix(err.Error(), release.ErrUpgrade.Error()+": ")
 }
 
 // refuseNewCluster returns nil when up can apply every change to the

@@ -42,6 +42,7 @@ func TestConfigChanges(t *testing.T) {
 	tests := []struct {
 		name     string
 		noData   bool
+		release  string // the recorded kubernetes_version; "" for none
 		edit     func(*config.Config)
 		want     []string
 		refusals []string // keys refuseNewCluster names
@@ -83,6 +84,17 @@ func TestConfigChanges(t *testing.T) {
 			want: []string{"cidr: '10.184.0.0/16' → '10.184.0.0/15'"}},
 		{name: "node network applied", edit: func(c *config.Config) { c.NodeCIDR = "10.184.1.0/24" },
 			want: []string{"node_cidr: '10.184.0.0/24' → '10.184.1.0/24'"}},
+		{name: "unset version is the default", release: "v1.37.2", edit: func(c *config.Config) { c.KubernetesVersion = "" }},
+		{name: "upgrade one minor", release: "v1.36.3", edit: func(c *config.Config) { c.KubernetesVersion = "v1.37.2" },
+			want: []string{"kubernetes_version: 'v1.36.3' → 'v1.37.2'"}},
+		{name: "downgrade", edit: func(c *config.Config) { c.KubernetesVersion = "v1.36.3" },
+			want:     []string{"kubernetes_version: 'v1.37.2' → 'v1.36.3' (needs a new cluster: v1.37.2 → v1.36.3 is a downgrade, which upstream does not support: etcd holds the objects as the newer release wrote them)"},
+			refusals: []string{"kubernetes_version"}},
+		{name: "skip a minor", release: "v1.35.4", edit: func(c *config.Config) { c.KubernetesVersion = "v1.37.2" },
+			want:     []string{"kubernetes_version: 'v1.35.4' → 'v1.37.2' (needs a new cluster: v1.35.4 → v1.37.2 skips a minor: Kubernetes upgrades one minor at a time; up with --kubernetes-version v1.36 first)"},
+			refusals: []string{"kubernetes_version"}},
+		{name: "downgrade before etcd has data", noData: true, edit: func(c *config.Config) { c.KubernetesVersion = "v1.36.3" },
+			want: []string{"kubernetes_version: 'v1.37.2' → 'v1.36.3'"}},
 		{name: "another cidr before etcd has data", noData: true, edit: func(c *config.Config) { c.NodeCIDRMaskSize = 25 },
 			want: []string{"node_cidr_mask_size: 24 → 25"}},
 	}
@@ -90,6 +102,7 @@ func TestConfigChanges(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			old := config.Default()
 			old.Name, old.StateDir, old.CIDR, old.Nodes = "kxr-unit", t.TempDir(), "10.184.0.0/16", 2
+			old.KubernetesVersion = tt.release
 			old.Resolve()
 			recordRun(t, old, !tt.noData)
 			cfg := old

@@ -3,30 +3,45 @@ package release
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"testing"
 )
 
 func TestLookup(t *testing.T) {
 	def := Default()
+	built := []Release{def, Of("v1.36.3", "/b/releases/v1.36.3/bin"), Of("v1.36.1", "/b/releases/v1.36.1/bin")}
+	known := Known()
+	if len(known) < 2 {
+		t.Fatalf("Known() = %v: versions.env lists no other release", known)
+	}
+	older := known[1]
 	tests := []struct {
+		built   []Release
 		version string
-		want    string // "" wants ErrUnsupported
+		want    string // "" wants the error
+		err     error
 	}{
-		{def.Kubernetes, def.Kubernetes},
-		{def.Kubernetes[1:], def.Kubernetes},
-		{" " + def.Kubernetes + " ", def.Kubernetes},
-		{"1." + strconv.Itoa(def.Minor()), def.Kubernetes},
-		{"v1.20.0", ""},
-		{"1.3", ""}, // not a prefix match of 1.37
-		{"1", ""},
-		{"", ""},
+		{built, def.Kubernetes, def.Kubernetes, nil},
+		{built, def.Kubernetes[1:], def.Kubernetes, nil},
+		{built, " " + def.Kubernetes + " ", def.Kubernetes, nil},
+		{built, "", def.Kubernetes, nil},
+		{built, "1." + strconv.Itoa(def.Minor()), def.Kubernetes, nil},
+		{built, "v1.36", "v1.36.3", nil}, // the first, newest patch of the minor
+		{built, "v1.36.1", "v1.36.1", nil},
+		{built[:1], older, "", ErrNotBuilt},
+		{built[:1], older[:len(older)-2], "", ErrNotBuilt}, // its minor
+		{built, "v1.20.0", "", ErrUnsupported},
+		{built, "1.3", "", ErrUnsupported}, // not a prefix match of 1.36 or 1.37
+		{built, "1", "", ErrUnsupported},
+		{built, "v1.37.2-rc.0", "", ErrUnsupported},
+		{nil, "", "", ErrNotBuilt},
 	}
 	for _, tt := range tests {
 		t.Run(tt.version, func(t *testing.T) {
-			got, err := Lookup(tt.version)
+			got, err := Lookup(tt.built, tt.version)
 			if tt.want == "" {
-				if !errors.Is(err, ErrUnsupported) {
-					t.Fatalf("Lookup(%q) = %v, %v; want ErrUnsupported", tt.version, got, err)
+				if !errors.Is(err, tt.err) {
+					t.Fatalf("Lookup(%q) = %v, %v; want %v", tt.version, got, err, tt.err)
 				}
 				return
 			}
@@ -34,6 +49,48 @@ func TestLookup(t *testing.T) {
 				t.Fatalf("Lookup(%q) = %v, %v; want %s", tt.version, got, err, tt.want)
 			}
 		})
+	}
+	// The error names the make command that builds the release.
+	_, err := Lookup(built[:1], older)
+	if want := "make bins KUBERNETES_VERSION=" + older; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("Lookup(%q) error %v does not say %q", older, err, want)
+	}
+}
+
+func TestCheckUpgrade(t *testing.T) {
+	tests := []struct {
+		from, to string
+		ok       bool
+	}{
+		{"v1.36.3", "v1.36.3", true},
+		{"v1.36.1", "v1.36.3", true},
+		{"v1.36.3", "v1.36.1", true}, // a patch of the same minor
+		{"v1.36.3", "v1.37.2", true},
+		{"v1.35.4", "v1.36.3", true},
+		{"v1.37.2", "v1.36.3", false}, // downgrade
+		{"v1.35.4", "v1.37.2", false}, // skip
+		{"v1.37.2", "v2.0.0", false},
+		{"", "v1.37.2", false},
+		{"v1.37.2", "bad", false},
+	}
+	for _, tt := range tests {
+		err := CheckUpgrade(tt.from, tt.to)
+		if (err == nil) != tt.ok || err != nil && !errors.Is(err, ErrUpgrade) {
+			t.Errorf("CheckUpgrade(%q, %q) = %v, want ok %v", tt.from, tt.to, err, tt.ok)
+		}
+	}
+	if err := CheckUpgrade("v1.35.4", "v1.37.2"); err == nil || !strings.Contains(err.Error(), "v1.36 first") {
+		t.Errorf("a skip's error %v does not name the minor between", err)
+	}
+}
+
+func TestKnownNewestFirst(t *testing.T) {
+	known := Known()
+	for i := 1; i < len(known); i++ {
+		a, b := Release{Kubernetes: known[i-1]}, Release{Kubernetes: known[i]}
+		if a.Minor() <= b.Minor() {
+			t.Errorf("Known() = %v: not newest first, one release per minor", known)
+		}
 	}
 }
 
@@ -64,5 +121,17 @@ func TestDefaultComplete(t *testing.T) {
 	}
 	if d.Minor() == 0 {
 		t.Errorf("Default().Kubernetes %q has no minor version", d.Kubernetes)
+	}
+}
+
+func TestSort(t *testing.T) {
+	rs := []Release{{Kubernetes: "v1.35.4"}, {Kubernetes: "bad"}, {Kubernetes: "v1.37.2"}, {Kubernetes: "v1.36.10"}, {Kubernetes: "v1.36.3"}}
+	Sort(rs)
+	var got []string
+	for _, r := range rs {
+		got = append(got, r.Kubernetes)
+	}
+	if want := "v1.37.2 v1.36.10 v1.36.3 v1.35.4 bad"; strings.Join(got, " ") != want {
+		t.Errorf("Sort = %v, want %s", got, want)
 	}
 }

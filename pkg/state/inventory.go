@@ -18,6 +18,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/node"
 	"github.com/kubernix/kubernix/pkg/process"
+	"github.com/kubernix/kubernix/pkg/release"
 )
 
 // State is what `kubernix list` says of a cluster, decided from its state
@@ -220,6 +221,11 @@ type Info struct {
 	StateDir string
 	// Nodes is the node count it was last started with.
 	Nodes int
+	// Kubernetes is the version of the Kubernetes release it last ran
+	// (its recorded kubernetes_version, e.g. "v1.36.3"; the default
+	// release for a record from before kubernix recorded it); "" when its
+	// record is damaged.
+	Kubernetes string
 	// Rootless is true for a cluster an ordinary user runs (RootlessFile).
 	Rootless bool
 	// State is running, stopped or broken.
@@ -281,7 +287,10 @@ func Inspect(stateDir string) (Info, error) {
 	}
 	p := cfg.Paths()
 	_, rootless := ReadRootless(p)
-	info := Info{Name: cfg.Name, StateDir: stateDir, Nodes: cfg.Nodes, Rootless: rootless}
+	info := Info{Name: cfg.Name, StateDir: stateDir, Nodes: cfg.Nodes, Kubernetes: cfg.KubernetesVersion, Rootless: rootless}
+	if info.Kubernetes == "" && damaged == nil {
+		info.Kubernetes = release.Default().Kubernetes
+	}
 	if run, err := process.ReadRun(SupervisorRunDir(p)); err == nil && !run.StartedAt.IsZero() {
 		info.Started = run.StartedAt
 	} else if st, err := os.Stat(p.ConfigFile()); err == nil {

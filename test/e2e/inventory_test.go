@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/kubernix/kubernix/pkg/release"
 )
 
 // listed is an element of `kubernix list -o json`, with the fields the
@@ -21,6 +23,7 @@ import (
 type listed struct {
 	Name     string `json:"name"`
 	Nodes    int    `json:"nodes"`
+	Version  string `json:"kubernetesVersion"`
 	State    string `json:"state"`
 	Mode     string `json:"mode"`
 	StateDir string `json:"stateDir"`
@@ -70,15 +73,16 @@ func TestInventory(t *testing.T) {
 	}
 	c.mustKubernixIn(ctx, ns, "down")
 
+	def := release.Default().Kubernetes
 	table, code := runIn(ctx, ns, a.environ(), filepath.Join(a.binDir, "kubernix"), "list")
 	t.Logf("list:\n%s", table)
 	if code != 0 {
 		t.Fatalf("list exited %d", code)
 	}
 	for _, row := range [][]string{
-		{a.name, "1", "running", "root", a.stateDir},
-		{b.name, "1", "running", "root", b.stateDir},
-		{c.name, "1", "stopped", "root", c.stateDir},
+		{a.name, "1", def, "running", "root", a.stateDir},
+		{b.name, "1", def, "running", "root", b.stateDir},
+		{c.name, "1", def, "stopped", "root", c.stateDir},
 	} {
 		if !hasListRow(table, row) {
 			t.Errorf("list shows no row %q:\n%s", row, table)
@@ -88,9 +92,9 @@ func TestInventory(t *testing.T) {
 		t.Errorf("list shows %d clusters, want 3:\n%s", rows, table)
 	}
 	want := map[string]listed{
-		a.name: {a.name, 1, "running", "root", a.stateDir, ""},
-		b.name: {b.name, 1, "running", "root", b.stateDir, ""},
-		c.name: {c.name, 1, "stopped", "root", c.stateDir, ""},
+		a.name: {a.name, 1, def, "running", "root", a.stateDir, ""},
+		b.name: {b.name, 1, def, "running", "root", b.stateDir, ""},
+		c.name: {c.name, 1, def, "stopped", "root", c.stateDir, ""},
 	}
 	checkListJSON(t, a.listJSON(ctx, ns, "list"), want)
 	checkListJSON(t, a.listJSON(ctx, ns, "get", "clusters"), want)
@@ -261,11 +265,11 @@ func checkListJSON(t *testing.T, got []listed, want map[string]listed) {
 }
 
 // hasListRow reports whether the table has a line whose fields are
-// want's, with the AGE column (the 4th) of any value.
+// want's, with the AGE column (the 5th) of any value.
 func hasListRow(table string, want []string) bool {
 	for _, line := range strings.Split(table, "\n") {
 		f := strings.Fields(line)
-		if len(f) == len(want)+1 && slices.Equal(f[:3], want[:3]) && slices.Equal(f[4:], want[3:]) {
+		if len(f) == len(want)+1 && slices.Equal(f[:4], want[:4]) && slices.Equal(f[5:], want[4:]) {
 			return true
 		}
 	}

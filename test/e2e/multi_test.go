@@ -50,6 +50,70 @@ func TestMultiNode(t *testing.T) {
 		}
 	})
 
+	checkWorkloads(ctx, t, e, nodes)
+
+	t.Run("SIGKILLed containerd restarts, node Ready, nothing orphaned", func(t *testing.T) {
+		node := nodes[2]
+		pidFile := filepath.Join(e.stateDir, "run", node, "containerd", "pid")
+		old := readPid(t, pidFile)
+		if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+		eventually(t, 60*time.Second, "containerd restarted", func() error {
+			b, err := os.ReadFile(pidFile)
+			if err != nil {
+				return err
+			}
+			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+			if pid == old || syscall.Kill(pid, 0) != nil {
+				return fmt.Errorf("containerd pid %d (old %d) not a new live process", pid, old)
+			}
+			return nil
+		})
+		e.mustKubectl(ctx, "wait", "--for=condition=Ready", "node/"+node, "--timeout=60s")
+		// The shims survive a containerd restart by design; each must
+		// belong to a sandbox the new containerd knows about.
+		sock := filepath.Join(e.stateDir, "nodes", node, "containerd.sock")
+		eventually(t, 30*time.Second, "every shim owned by a known sandbox", func() error {
+			ids, err := exec.CommandContext(ctx, filepath.Join(e.binDir, "crictl"), "--runtime-endpoint", "unix://"+sock, "pods", "-q").Output()
+			if err != nil {
+				return err
+			}
+			sandboxes := len(strings.Fields(string(ids)))
+			shims := countShims(sock)
+			if shims != sandboxes {
+				return fmt.Errorf("%d shims for %d sandboxes", shims, sandboxes)
+			}
+			return nil
+		})
+		if out, code := e.kubernix(ctx, "status"); code != 0 {
+			t.Errorf("status after the restart exited %d:\n%s", code, out)
+		}
+	})
+
+	t.Run("SIGKILLed supervisor, then down leaves nothing, then up again", func(t *testing.T) {
+		e.killSupervisor(t)
+		e.mustKubernix(ctx, "down")
+		if left := e.leftovers(nodes, false); len(left) > 0 {
+			t.Fatalf("down after SIGKILL left:\n%s", strings.Join(left, "\n"))
+		}
+		e.mustKubernix(ctx, "up", "--detach")
+		e.mustKubectl(ctx, "wait", "--for=condition=Ready", "node", "--all", "--timeout=60s")
+		e.mustKubernix(ctx, "down")
+		if left := e.leftovers(nodes, false); len(left) > 0 {
+			t.Fatalf("down left:\n%s", strings.Join(left, "\n"))
+		}
+	})
+}
+
+// checkWorkloads deploys netexec (netexecManifest: 6 replicas spread
+// over nodes, a NodePort Service and a client pod) on e's cluster of
+// nodes and checks, each in a subtest of t: the replicas spread evenly,
+// pod-to-pod traffic across nodes, the ClusterIP from every node, the
+// NodePort from the host on every node IP, and the Service's DNS name
+// from every node.
+func checkWorkloads(ctx context.Context, t *testing.T, e *env, nodes []string) {
+	t.Helper()
 	e.apply(ctx, netexecManifest(6, true))
 	e.mustKubectl(ctx, "wait", "--for=condition=Available", "deployment/netexec", "--timeout=180s")
 	// pods[node] = pod names and IPs on that node
@@ -66,8 +130,8 @@ func TestMultiNode(t *testing.T) {
 	}
 	t.Run("6 replicas spread over the nodes", func(t *testing.T) {
 		for _, n := range nodes {
-			if perNode[n] != 2 {
-				t.Errorf("pods per node = %v, want 2 on each", perNode)
+			if perNode[n] != 6/len(nodes) {
+				t.Errorf("pods per node = %v, want %d on each", perNode, 6/len(nodes))
 			}
 		}
 	})
@@ -143,58 +207,6 @@ func TestMultiNode(t *testing.T) {
 		}
 	})
 
-	t.Run("SIGKILLed containerd restarts, node Ready, nothing orphaned", func(t *testing.T) {
-		node := nodes[2]
-		pidFile := filepath.Join(e.stateDir, "run", node, "containerd", "pid")
-		old := readPid(t, pidFile)
-		if err := syscall.Kill(old, syscall.SIGKILL); err != nil {
-			t.Fatal(err)
-		}
-		eventually(t, 60*time.Second, "containerd restarted", func() error {
-			b, err := os.ReadFile(pidFile)
-			if err != nil {
-				return err
-			}
-			pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
-			if pid == old || syscall.Kill(pid, 0) != nil {
-				return fmt.Errorf("containerd pid %d (old %d) not a new live process", pid, old)
-			}
-			return nil
-		})
-		e.mustKubectl(ctx, "wait", "--for=condition=Ready", "node/"+node, "--timeout=60s")
-		// The shims survive a containerd restart by design; each must
-		// belong to a sandbox the new containerd knows about.
-		sock := filepath.Join(e.stateDir, "nodes", node, "containerd.sock")
-		eventually(t, 30*time.Second, "every shim owned by a known sandbox", func() error {
-			ids, err := exec.CommandContext(ctx, filepath.Join(e.binDir, "crictl"), "--runtime-endpoint", "unix://"+sock, "pods", "-q").Output()
-			if err != nil {
-				return err
-			}
-			sandboxes := len(strings.Fields(string(ids)))
-			shims := countShims(sock)
-			if shims != sandboxes {
-				return fmt.Errorf("%d shims for %d sandboxes", shims, sandboxes)
-			}
-			return nil
-		})
-		if out, code := e.kubernix(ctx, "status"); code != 0 {
-			t.Errorf("status after the restart exited %d:\n%s", code, out)
-		}
-	})
-
-	t.Run("SIGKILLed supervisor, then down leaves nothing, then up again", func(t *testing.T) {
-		e.killSupervisor(t)
-		e.mustKubernix(ctx, "down")
-		if left := e.leftovers(nodes, false); len(left) > 0 {
-			t.Fatalf("down after SIGKILL left:\n%s", strings.Join(left, "\n"))
-		}
-		e.mustKubernix(ctx, "up", "--detach")
-		e.mustKubectl(ctx, "wait", "--for=condition=Ready", "node", "--all", "--timeout=60s")
-		e.mustKubernix(ctx, "down")
-		if left := e.leftovers(nodes, false); len(left) > 0 {
-			t.Fatalf("down left:\n%s", strings.Join(left, "\n"))
-		}
-	})
 }
 
 func readPid(t *testing.T, file string) int {

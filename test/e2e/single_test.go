@@ -129,49 +129,7 @@ func TestSingleNode(t *testing.T) {
 		})
 	})
 
-	t.Run("kubectl logs and exec", func(t *testing.T) {
-		pod := strings.TrimSpace(e.mustKubectl(ctx, "get", "pods", "-l", "app=netexec", "-o", "jsonpath={.items[0].metadata.name}"))
-		logs := e.mustKubectl(ctx, "logs", pod)
-		if !strings.Contains(logs, "8080") {
-			t.Errorf("logs of %s do not mention its port:\n%s", pod, logs)
-		}
-		out := e.mustKubectl(ctx, "exec", pod, "--", "cat", "/etc/hostname")
-		if strings.TrimSpace(out) != pod {
-			t.Errorf("exec cat /etc/hostname = %q, want %q", out, pod)
-		}
-	})
-
-	t.Run("kubectl port-forward", func(t *testing.T) {
-		pfCtx, stop := context.WithCancel(ctx)
-		defer stop()
-		cmd := exec.CommandContext(pfCtx, filepath.Join(e.binDir, "kubectl"), "--context", "kubernix-"+e.name,
-			"port-forward", "deployment/netexec", ":8080", "--address", "127.0.0.1")
-		cmd.Env = e.environ()
-		stdout, err := cmd.StdoutPipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		defer func() { stop(); _ = cmd.Wait() }()
-		sc := bufio.NewScanner(stdout)
-		var local string
-		for sc.Scan() {
-			// "Forwarding from 127.0.0.1:41234 -> 8080"
-			if f := strings.Fields(sc.Text()); len(f) >= 3 && f[0] == "Forwarding" {
-				local = f[2]
-				break
-			}
-		}
-		if local == "" {
-			t.Fatal("port-forward printed no local address")
-		}
-		body, err := httpGet(ctx, "http://"+local+"/hostname")
-		if err != nil || !strings.HasPrefix(body, "netexec-") {
-			t.Fatalf("GET through port-forward = %q, %v", body, err)
-		}
-	})
+	checkKubectlTools(ctx, t, e)
 
 	t.Run("DNS through CoreDNS", func(t *testing.T) {
 		kubeSvc := strings.TrimSpace(e.mustKubectl(ctx, "get", "svc", "kubernetes", "-o", "jsonpath={.spec.clusterIP}"))
@@ -254,4 +212,55 @@ func TestSingleNode(t *testing.T) {
 			t.Fatalf("second down left behind:\n%s", strings.Join(left, "\n"))
 		}
 	})
+}
+
+// checkKubectlTools checks, in subtests of t, kubectl logs, exec and
+// port-forward against the netexec Deployment of netexecManifest on e's
+// cluster.
+func checkKubectlTools(ctx context.Context, t *testing.T, e *env) {
+	t.Helper()
+	t.Run("kubectl logs and exec", func(t *testing.T) {
+		pod := strings.TrimSpace(e.mustKubectl(ctx, "get", "pods", "-l", "app=netexec", "-o", "jsonpath={.items[0].metadata.name}"))
+		logs := e.mustKubectl(ctx, "logs", pod)
+		if !strings.Contains(logs, "8080") {
+			t.Errorf("logs of %s do not mention its port:\n%s", pod, logs)
+		}
+		out := e.mustKubectl(ctx, "exec", pod, "--", "cat", "/etc/hostname")
+		if strings.TrimSpace(out) != pod {
+			t.Errorf("exec cat /etc/hostname = %q, want %q", out, pod)
+		}
+	})
+
+	t.Run("kubectl port-forward", func(t *testing.T) {
+		pfCtx, stop := context.WithCancel(ctx)
+		defer stop()
+		cmd := exec.CommandContext(pfCtx, filepath.Join(e.binDir, "kubectl"), "--context", "kubernix-"+e.name,
+			"port-forward", "deployment/netexec", ":8080", "--address", "127.0.0.1")
+		cmd.Env = e.environ()
+		stdout, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { stop(); _ = cmd.Wait() }()
+		sc := bufio.NewScanner(stdout)
+		var local string
+		for sc.Scan() {
+			// "Forwarding from 127.0.0.1:41234 -> 8080"
+			if f := strings.Fields(sc.Text()); len(f) >= 3 && f[0] == "Forwarding" {
+				local = f[2]
+				break
+			}
+		}
+		if local == "" {
+			t.Fatal("port-forward printed no local address")
+		}
+		body, err := httpGet(ctx, "http://"+local+"/hostname")
+		if err != nil || !strings.HasPrefix(body, "netexec-") {
+			t.Fatalf("GET through port-forward = %q, %v", body, err)
+		}
+	})
+
 }

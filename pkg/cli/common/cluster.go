@@ -107,20 +107,24 @@ func findByName(inv state.Inventory, name, def string) (string, error) {
 // its state dir (state.ReadRootless) and checks nothing; up's plan is
 // preflight.Prepare's.
 func Plan(cfg config.Config) (*plan.Plan, error) {
-	finder := bins.NewFinder(cfg.BinDir, cfg.BundleDir)
+	finder, rel, _ := bins.ReleaseFinder(cfg.BinDir, cfg.BundleDir, cfg.KubernetesVersion)
 	imagesDir, _ := finder.ImagesDir()
 	st, rootless := state.ReadRootless(cfg.Paths())
-	return plan.New(cfg, doctor.Locate(finder, plan.ReleaseOf(cfg), cfg.CNIDir), imagesDir,
+	return plan.New(cfg, doctor.Locate(finder, rel, cfg.CNIDir), imagesDir,
 		plan.Rootless{Enabled: rootless, StateDir: st.RootlesskitStateDir})
 }
 
-// BinDir is the directory of the bundled kubectl and crictl, "" if not found.
-func BinDir(cfg config.Config) string {
-	p, err := bins.NewFinder(cfg.BinDir, cfg.BundleDir).Find("kubectl")
-	if err != nil {
-		return ""
+// BinDirs are the directories of the kubectl of cfg's release
+// (bins.ReleaseFinder) and of the bundled crictl, each once, those found.
+func BinDirs(cfg config.Config) []string {
+	finder, _, _ := bins.ReleaseFinder(cfg.BinDir, cfg.BundleDir, cfg.KubernetesVersion)
+	var dirs []string
+	for _, name := range []string{"kubectl", "crictl"} {
+		if p, err := finder.Find(name); err == nil && !slices.Contains(dirs, filepath.Dir(p)) {
+			dirs = append(dirs, filepath.Dir(p))
+		}
 	}
-	return filepath.Dir(p)
+	return dirs
 }
 
 // CompleteNodeIndex completes a --node flag with the selected cluster's

@@ -3,6 +3,7 @@ package doctor
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -11,11 +12,12 @@ import (
 	"github.com/kubernix/kubernix/pkg/cli/common"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/doctor"
-	"github.com/kubernix/kubernix/pkg/plan"
 )
 
-// NewCommand returns `kubernix doctor`: for each required binary its path
-// and version, or where it looked and how to get it; then the host checks.
+// NewCommand returns `kubernix doctor`: the bundle and the Kubernetes
+// releases it holds; for each binary a cluster of the release
+// (--kubernetes-version, the default unless given) requires, its path and
+// version, or where it looked and how to get it; then the host checks.
 // It exits 1 when a required check fails.
 func NewCommand(env *common.Env) *cobra.Command {
 	cmd := &cobra.Command{
@@ -27,12 +29,15 @@ func NewCommand(env *common.Env) *cobra.Command {
 			if err != nil {
 				return err
 			}
-			finder := bins.NewFinder(cfg.BinDir, cfg.BundleDir)
+			finder, rel, err := bins.ReleaseFinder(cfg.BinDir, cfg.BundleDir, cfg.KubernetesVersion)
+			if err != nil {
+				return config.Invalid("", []error{fmt.Errorf("--kubernetes-version %s: %w", cfg.KubernetesVersion, err)})
+			}
 			if cfg.BundleDir != "" {
 				finder.Bundle.How = bundleSetBy(cmd, env.Environ)
 			}
 			report, facts := doctor.Check(cmd.Context(), finder,
-				doctor.Options{Release: plan.ReleaseOf(cfg), CNIDir: cfg.CNIDir, CgroupParent: cfg.CgroupParent, SkipNetworkPolicy: !cfg.NetworkPolicy})
+				doctor.Options{Release: rel, CNIDir: cfg.CNIDir, CgroupParent: cfg.CgroupParent, SkipNetworkPolicy: !cfg.NetworkPolicy})
 			if facts.Mode == doctor.ModeRootless {
 				common.Fprintf(env.Streams.Out, "not root: checking for rootless mode (kubernix up runs the cluster under rootlesskit)\n")
 			}
@@ -44,7 +49,7 @@ func NewCommand(env *common.Env) *cobra.Command {
 			return nil
 		},
 	}
-	env.BindConfig(cmd, "bin_dir", "bundle_dir", "cni_dir", "cgroup_parent")
+	env.BindConfig(cmd, "bin_dir", "bundle_dir", "cni_dir", "cgroup_parent", "kubernetes_version")
 	return cmd
 }
 

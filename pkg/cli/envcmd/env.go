@@ -22,7 +22,8 @@ import (
 // CONTAINER_RUNTIME_ENDPOINT and IMAGE_SERVICE_ENDPOINT (node 0's
 // containerd, for crictl), KUBERNIX_NAME (so kubernix verbs run there act
 // on this cluster, found by name as SavedConfig finds it), and PATH led
-// by the directory holding the bundled kubectl and crictl.
+// by the directories holding the cluster's release's kubectl and the
+// bundled crictl.
 func Vars(cfg config.Config) []string {
 	p := cfg.Paths()
 	sock := "unix://" + p.Node(cfg.NodeName(0)).ContainerdSocket()
@@ -36,8 +37,8 @@ func Vars(cfg config.Config) []string {
 		"IMAGE_SERVICE_ENDPOINT=" + sock,
 		"KUBERNIX_NAME=" + cfg.Name,
 	}
-	if dir := common.BinDir(cfg); dir != "" {
-		vars = append(vars, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+	if dirs := common.BinDirs(cfg); len(dirs) > 0 {
+		vars = append(vars, "PATH="+strings.Join(append(dirs, os.Getenv("PATH")), string(os.PathListSeparator)))
 	}
 	return vars
 }
@@ -88,8 +89,8 @@ func NewShellCommand(env *common.Env) *cobra.Command {
 			}
 			// exec looks a bare name up on our PATH, not the child's:
 			// the bundle's kubectl and crictl must win over older ones.
-			if dir := common.BinDir(cfg); dir != "" && !strings.Contains(args[0], "/") {
-				if p, err := (&bins.Finder{BinDir: dir}).Find(args[0]); err == nil {
+			if dirs := common.BinDirs(cfg); len(dirs) > 0 && !strings.Contains(args[0], "/") {
+				if p, err := (&bins.Finder{Path: strings.Join(dirs, string(os.PathListSeparator))}).Find(args[0]); err == nil {
 					args[0] = p
 				}
 			}

@@ -25,6 +25,9 @@ type Cluster struct {
 	Name string `json:"name"`
 	// Nodes is the number of nodes it was last started with.
 	Nodes int `json:"nodes"`
+	// KubernetesVersion is the Kubernetes release it last ran, e.g.
+	// "v1.36.3"; absent when its record is damaged.
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 	// State is "running", "stopped" or "broken" (see state.State).
 	State state.State `json:"state"`
 	// Mode is "root" or "rootless".
@@ -78,10 +81,11 @@ func newCommand(env *common.Env, use string, aliases ...string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:     use,
 		Aliases: aliases,
-		Short:   "List this user's clusters on this machine: nodes, state (running, stopped, broken), age, state dir",
+		Short:   "List this user's clusters on this machine: nodes, version, state (running, stopped, broken), age, state dir",
 		Long: `List this user's clusters on this machine (root's as root, the user's
 rootless clusters otherwise): NAME, NODES, STATE, AGE (since the last up
-started), MODE (root or rootless) and STATE DIR.
+started), MODE (root or rootless) and STATE DIR, after NODES the
+VERSION of Kubernetes it last ran.
 
 STATE is running (the supervisor is alive), stopped (no supervisor and
 nothing of the cluster left on the host: what down leaves) or broken (no
@@ -90,7 +94,7 @@ after the supervisor was killed; or a supervisor that gave up on a
 component or node). ` + "`kubernix down`" + ` brings a broken cluster to stopped.
 
 -o json and -o yaml print a list of objects with the fields name, nodes,
-state, mode, stateDir, started (RFC 3339), supervisorPID and problems
+kubernetesVersion, state, mode, stateDir, started (RFC 3339), supervisorPID and problems
 (why it is broken); the last three only when set. The table is followed,
 on the error stream, by a line per broken cluster saying why. A cluster
 whose record (kubernix.toml) cannot be read is broken too; down still
@@ -130,7 +134,7 @@ list, and the exit code is 1.`,
 func rows(infos []state.Info) []Cluster {
 	out := make([]Cluster, 0, len(infos))
 	for _, in := range infos {
-		c := Cluster{Name: in.Name, Nodes: in.Nodes, State: in.State, Mode: ModeRoot, StateDir: in.StateDir,
+		c := Cluster{Name: in.Name, Nodes: in.Nodes, KubernetesVersion: in.Kubernetes, State: in.State, Mode: ModeRoot, StateDir: in.StateDir,
 			SupervisorPID: in.Supervisor, Problems: in.Problems}
 		if in.Rootless {
 			c.Mode = ModeRootless
@@ -174,20 +178,20 @@ func brokenNotes(infos []state.Info) []string {
 // kubectl's short duration from Started to now.
 func printClusters(w io.Writer, format string, cs []Cluster, now time.Time) error {
 	return common.PrintOutput(w, format, cs, func(tw io.Writer) error {
-		fmt.Fprintln(tw, "NAME\tNODES\tSTATE\tAGE\tMODE\tSTATE DIR")
+		fmt.Fprintln(tw, "NAME\tNODES\tVERSION\tSTATE\tAGE\tMODE\tSTATE DIR")
 		for _, c := range cs {
 			age := "<unknown>"
 			if c.Started != nil {
 				age = duration.HumanDuration(now.Sub(*c.Started))
 			}
-			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\n", orUnknown(c.Name), c.Nodes, c.State, age, c.Mode, c.StateDir)
+			fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", orUnknown(c.Name), c.Nodes, orUnknown(c.KubernetesVersion), c.State, age, c.Mode, c.StateDir)
 		}
 		return nil
 	})
 }
 
-// orUnknown is name, or "<unknown>" for the name of a cluster whose
-// record is damaged and whose other records do not name it.
+// orUnknown is name, or "<unknown>" for the name (or version) of a
+// cluster whose record is damaged and whose other records do not name it.
 func orUnknown(name string) string {
 	if name == "" {
 		return "<unknown>"

@@ -16,23 +16,24 @@ import (
 func TestPrint(t *testing.T) {
 	now := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
 	infos := []state.Info{
-		{Name: "a", StateDir: "/var/lib/kubernix/a", Nodes: 3, State: state.StateRunning, Supervisor: 42, Started: now.Add(-90 * time.Minute)},
-		{Name: "b", StateDir: "/tmp/b", Nodes: 1, Rootless: true, State: state.StateBroken, Problems: []string{"process control-plane/etcd (pid 7)"}, Started: now.Add(-50 * time.Hour)},
+		{Name: "a", StateDir: "/var/lib/kubernix/a", Nodes: 3, Kubernetes: "v1.36.3", State: state.StateRunning, Supervisor: 42, Started: now.Add(-90 * time.Minute)},
+		{Name: "b", StateDir: "/tmp/b", Nodes: 1, Kubernetes: "v1.37.2", Rootless: true, State: state.StateBroken, Problems: []string{"process control-plane/etcd (pid 7)"}, Started: now.Add(-50 * time.Hour)},
 		{Name: "c", StateDir: "/tmp/c", Nodes: 1, State: state.StateStopped},
 	}
 	tests := []struct {
 		format string
 		want   string
 	}{
-		{common.OutputTable, `NAME  NODES  STATE    AGE        MODE      STATE DIR
-a     3      running  90m        root      /var/lib/kubernix/a
-b     1      broken   2d2h       rootless  /tmp/b
-c     1      stopped  <unknown>  root      /tmp/c
+		{common.OutputTable, `NAME  NODES  VERSION    STATE    AGE        MODE      STATE DIR
+a     3      v1.36.3    running  90m        root      /var/lib/kubernix/a
+b     1      v1.37.2    broken   2d2h       rootless  /tmp/b
+c     1      <unknown>  stopped  <unknown>  root      /tmp/c
 `},
 		{common.OutputJSON, `[
   {
     "name": "a",
     "nodes": 3,
+    "kubernetesVersion": "v1.36.3",
     "state": "running",
     "mode": "root",
     "stateDir": "/var/lib/kubernix/a",
@@ -42,6 +43,7 @@ c     1      stopped  <unknown>  root      /tmp/c
   {
     "name": "b",
     "nodes": 1,
+    "kubernetesVersion": "v1.37.2",
     "state": "broken",
     "mode": "rootless",
     "stateDir": "/tmp/b",
@@ -59,14 +61,16 @@ c     1      stopped  <unknown>  root      /tmp/c
   }
 ]
 `},
-		{common.OutputYAML, `- mode: root
+		{common.OutputYAML, `- kubernetesVersion: v1.36.3
+  mode: root
   name: a
   nodes: 3
   started: "2026-12-01T18:30:00Z"
   state: running
   stateDir: /var/lib/kubernix/a
   supervisorPID: 42
-- mode: rootless
+- kubernetesVersion: v1.37.2
+  mode: rootless
   name: b
   nodes: 1
   problems:

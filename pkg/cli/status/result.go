@@ -22,6 +22,10 @@ type Status struct {
 	Cluster string `json:"cluster"`
 	// StateDir is the cluster's state directory, absolute.
 	StateDir string `json:"stateDir"`
+	// KubernetesVersion is the Kubernetes release the cluster runs (or
+	// last ran), as its record names it, e.g. "v1.36.3"; absent when the
+	// record is damaged. Each Node's KubeletVersion is what it reports.
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 	// Time is when the status was taken (RFC 3339); expiry warnings count
 	// from it.
 	Time time.Time `json:"time"`
@@ -137,6 +141,9 @@ type Node struct {
 	Ready string `json:"ready"`
 	// InternalIP is its InternalIP address; "" when it has none.
 	InternalIP string `json:"internalIP"`
+	// KubeletVersion is the version its kubelet reports
+	// (status.nodeInfo.kubeletVersion), e.g. "v1.36.3".
+	KubeletVersion string `json:"kubeletVersion"`
 	// PodCIDRs are its pod CIDRs (spec.podCIDRs).
 	PodCIDRs []string `json:"podCIDRs"`
 }
@@ -179,10 +186,14 @@ type AddonProcess struct {
 // warnings, the apiserver's state when it does not answer, then a row per
 // Node and a line per addon.
 func (s Status) Table(w io.Writer) error {
+	name := fmt.Sprintf("%q", s.Cluster)
+	if s.KubernetesVersion != "" {
+		name += " (Kubernetes " + s.KubernetesVersion + ")"
+	}
 	if s.Supervisor.Running {
-		common.Fprintf(w, "cluster %q: supervisor pid %d, state %s\n", s.Cluster, s.Supervisor.PID, s.StateDir)
+		common.Fprintf(w, "cluster %s: supervisor pid %d, state %s\n", name, s.Supervisor.PID, s.StateDir)
 	} else {
-		common.Fprintf(w, "cluster %q: no supervisor running (state %s)\n", s.Cluster, s.StateDir)
+		common.Fprintf(w, "cluster %s: no supervisor running (state %s)\n", name, s.StateDir)
 	}
 	if s.Damaged != "" {
 		common.Fprintf(w, "DAMAGED: %s\n  `kubernix down` still brings the cluster down from its other records; `kubernix delete` also removes its state dir\n", s.Damaged)
@@ -213,6 +224,12 @@ func (s Status) Table(w io.Writer) error {
 	if s.CertificatesError != "" {
 		common.Fprintf(w, "WARNING: certificates not checked: %s\n", s.CertificatesError)
 	}
+	return s.apiTable(w)
+}
+
+// apiTable writes the part of Table the apiserver answers: its state
+// when it does not, else a row per Node and a line per addon.
+func (s Status) apiTable(w io.Writer) error {
 	switch {
 	case !s.APIServer.Running:
 		common.Fprintf(w, "apiserver: not running\n")
@@ -224,9 +241,9 @@ func (s Status) Table(w io.Writer) error {
 		common.Fprintf(w, "apiserver: not answering (%s)\n", s.APIServer.Error)
 		return nil
 	}
-	common.Fprintf(w, "NODE\tREADY\tINTERNAL-IP\tPOD-CIDR\n")
+	common.Fprintf(w, "NODE\tREADY\tVERSION\tINTERNAL-IP\tPOD-CIDR\n")
 	for _, n := range s.Nodes {
-		common.Fprintf(w, "%s\t%s\t%s\t%s\n", n.Name, n.Ready, n.InternalIP, strings.Join(n.PodCIDRs, ","))
+		common.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", n.Name, n.Ready, n.KubeletVersion, n.InternalIP, strings.Join(n.PodCIDRs, ","))
 	}
 	if err := endColumns(w); err != nil {
 		return err

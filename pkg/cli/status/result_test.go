@@ -44,7 +44,7 @@ func statusCases() map[string]Status {
 	started := now.Add(-time.Hour)
 	failedAt := now.Add(-10 * time.Minute)
 	healthy := Status{
-		Cluster: "kx", StateDir: "/tmp/kx", Time: now, NetworkPolicies: NetworkPoliciesEnforced,
+		Cluster: "kx", StateDir: "/tmp/kx", KubernetesVersion: "v1.36.3", Time: now, NetworkPolicies: NetworkPoliciesEnforced,
 		Supervisor: Supervisor{PID: 100, Running: true},
 		Components: []Component{
 			{Name: "etcd", Node: "control-plane", PID: 101, State: components.StateRunning, Since: &started},
@@ -54,7 +54,7 @@ func statusCases() map[string]Status {
 			{Name: "kubelet", Node: "kx-node-0", PID: 104, State: components.StateRunning, Since: &started},
 		},
 		APIServer: APIServer{Running: true, Answering: true},
-		Nodes:     []Node{{Name: "kx-node-0", Ready: "True", InternalIP: "10.176.0.2", PodCIDRs: []string{"10.176.128.0/24"}}},
+		Nodes:     []Node{{Name: "kx-node-0", Ready: "True", KubeletVersion: "v1.36.3", InternalIP: "10.176.0.2", PodCIDRs: []string{"10.176.128.0/24"}}},
 		Addons: []Addon{
 			{Name: "coredns", Healthy: true, Deployment: &Deployment{Name: "kube-system/coredns", ReadyReplicas: 1, Replicas: 1}},
 			{Name: "registry", Healthy: true, Processes: []AddonProcess{{ID: "registry", Running: true}}},
@@ -62,7 +62,7 @@ func statusCases() map[string]Status {
 		Healthy: true,
 	}
 	down := Status{
-		Cluster: "kx", StateDir: "/tmp/kx", Time: now, NetworkPolicies: NetworkPoliciesOff,
+		Cluster: "kx", StateDir: "/tmp/kx", KubernetesVersion: "v1.37.2", Time: now, NetworkPolicies: NetworkPoliciesOff,
 		Components: []Component{
 			{Name: "etcd", Node: "control-plane", PID: 101, State: components.StateStopped, Since: &started},
 			{Name: "kubelet", Node: "kx-node-0", State: components.StateStopped},

@@ -99,7 +99,7 @@ func collect(ctx context.Context, cfg config.Config, now time.Time) (Status, err
 	if err != nil {
 		return Status{}, err
 	}
-	st := Status{Cluster: cfg.Name, StateDir: p.State, Time: now.UTC()}
+	st := Status{Cluster: cfg.Name, StateDir: p.State, KubernetesVersion: pl.Release.Kubernetes, Time: now.UTC()}
 	st.Supervisor.PID, st.Supervisor.Running = state.Running(p)
 	if !st.Supervisor.Running {
 		st.Supervisor.PID = 0
@@ -233,7 +233,7 @@ func nodeStatus(ctx context.Context, client kubernetes.Interface) ([]Node, error
 	}
 	out := []Node{}
 	for _, n := range nodes.Items {
-		nd := Node{Name: n.Name, Ready: string(corev1.ConditionUnknown), PodCIDRs: n.Spec.PodCIDRs}
+		nd := Node{Name: n.Name, Ready: string(corev1.ConditionUnknown), KubeletVersion: n.Status.NodeInfo.KubeletVersion, PodCIDRs: n.Spec.PodCIDRs}
 		for _, c := range n.Status.Conditions {
 			if c.Type == corev1.NodeReady {
 				nd.Ready = string(c.Status)

@@ -48,6 +48,18 @@ func Plan(t testing.TB, nodes int, executor ...string) *plan.Plan {
 	return Of(t, cfg)
 }
 
+// Release is Plan of 1 node for the Kubernetes release version (one of
+// release.Known), its binaries under /BIN too.
+func Release(t testing.TB, version string) *plan.Plan {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Name = "golden"
+	cfg.KubernetesVersion = version
+	facts := Facts()
+	facts.Release = release.Of(version, "/BIN")
+	return With(t, cfg, facts, plan.Rootless{})
+}
+
 // Of is the plan of cfg on Facts, run as root (With).
 func Of(t testing.TB, cfg config.Config) *plan.Plan {
 	t.Helper()
