@@ -62,10 +62,10 @@ ifeq ($(filter $(KUBERNETES_VERSION),$(KUBERNETES_RELEASES)),)
 $(error KUBERNETES_VERSION=$(KUBERNETES_VERSION) is not a release kubernix builds; it builds $(DEFAULT_KUBERNETES_VERSION) (the default) $(KUBERNETES_RELEASES) (assets/versions.env))
 endif
 RELEASE_MOD := bundle/releases/$(basename $(KUBERNETES_VERSION))
-# Upstream's suites are built for the default release only, so far.
-ifneq ($(filter conformance conformance-bins netpol,$(MAKECMDGOALS)),)
-$(error make $(filter conformance conformance-bins netpol,$(MAKECMDGOALS)) runs the default release's specs ($(DEFAULT_KUBERNETES_VERSION)) only; those of $(KUBERNETES_VERSION) are not built yet)
-endif
+# make conformance and netpol: the release's own e2e.test, its reports
+# apart from the default's, a cluster name of its own.
+CONFORMANCE_OUT := $(OUT)/conformance/$(KUBERNETES_VERSION)
+CONFORMANCE_NAME ?= conf-$(subst .,-,$(basename $(KUBERNETES_VERSION)))
 RELEASE_BIN := $(OUT)/releases/$(KUBERNETES_VERSION)/bin
 RELEASE_COMPILED := $(OUT)/releases/$(KUBERNETES_VERSION)/.compiled
 RELEASE_PROGRAMS := github.com/kubernix/kubernix/bundle/cmd/kube k8s.io/kubernetes/cmd/kubectl
@@ -257,14 +257,16 @@ GOTESTSUM_VERSION := v1.13.0
 GOTESTSUM := $(OUT)/tools/gotestsum
 $(GOTESTSUM):
 	$(GO_RUN_INSTALL) gotest.tools/gotestsum@$(GOTESTSUM_VERSION) $@
-# The e2e tests also run the release before the default (TestOlderRelease):
-# `make e2e-release` builds it beside the default bundle.
-E2E_RELEASE := $(firstword $(KUBERNETES_RELEASES))
+# The e2e tests also run the release before the default (TestOlderRelease;
+# `make e2e E2E_RELEASE=v1.35.4` another): `make e2e-release` builds it
+# beside the default bundle.
+E2E_RELEASE ?= $(firstword $(KUBERNETES_RELEASES))
 e2e-release:
 	$(MAKE) release-bins KUBERNETES_VERSION=$(E2E_RELEASE)
 
 e2e: deps bins images build e2e-release $(GOTESTSUM)
 	KUBERNIX_BIN_DIR=$(BIN) KUBERNIX_IMAGES_DIR=$(IMAGES) KUBERNIX_E2E_PARALLEL=$(E2E_PARALLEL) \
+		KUBERNIX_E2E_RELEASE=$(E2E_RELEASE) \
 		$(GOTESTSUM) --format testname --format-icons text --jsonfile $(OUT)/e2e.json -- \
 		-count=1 -timeout 40m -parallel 64 $(E2E_PACKAGES); \
 	rc=$$?; echo "slowest tests:"; $(GOTESTSUM) tool slowest --jsonfile $(OUT)/e2e.json --threshold 20s; exit $$rc
@@ -285,8 +287,11 @@ soak: deps bins images build $(GOTESTSUM)
 # upstream's [Conformance] specs offline on a 3-node cluster and writes the
 # reports and summary.md under $(OUT)/conformance: see hack/conformance.sh.
 # Not part of `make test`: it takes about an hour. e2e.test, ginkgo and the
-# summary command are built from the test/conformance module.
-CONFORMANCE_BIN  := $(OUT)/conformance/bin
+# summary command are built from the test/conformance module. With
+# KUBERNETES_VERSION=<another release>, that release's specs run on a
+# cluster of it; reports under $(OUT)/conformance/<version>.
+CONFORMANCE_OUT  ?= $(OUT)/conformance
+CONFORMANCE_BIN  := $(CONFORMANCE_OUT)/bin
 CONFORMANCE_DEPS := test/conformance/go.mod test/conformance/go.sum
 PROCS ?= 8
 export FOCUS SKIP PROCS CONFORMANCE_NAME CONFORMANCE_STATE_DIR CONFORMANCE_FLAGS
@@ -294,9 +299,16 @@ export FOCUS SKIP PROCS CONFORMANCE_NAME CONFORMANCE_STATE_DIR CONFORMANCE_FLAGS
 conformance-bins: $(addprefix $(CONFORMANCE_BIN)/,e2e.test ginkgo summary)
 
 # Stamped with the Kubernetes version as the server binaries are: the
-# framework picks the Pod Security fixtures of its own version.
+# framework picks the Pod Security fixtures of its own version. Another
+# release's is built in its module (bundle/releases/<minor>, whose suite
+# package holds what it needs).
+ifeq ($(KUBERNETES_VERSION),$(DEFAULT_KUBERNETES_VERSION))
 $(CONFORMANCE_BIN)/e2e.test: $(CONFORMANCE_DEPS) assets/versions.env
 	cd test/conformance && $(GO) test -c -ldflags '$(K8S_LDFLAGS)' -o $@ k8s.io/kubernetes/test/e2e
+else
+$(CONFORMANCE_BIN)/e2e.test: $(RELEASE_MOD)/go.mod $(RELEASE_MOD)/go.sum
+	cd $(RELEASE_MOD) && $(GO) test -c -ldflags '$(call k8s_ldflags,$(KUBERNETES_VERSION))' -o $@ k8s.io/kubernetes/test/e2e
+endif
 
 $(CONFORMANCE_BIN)/ginkgo: $(CONFORMANCE_DEPS)
 	cd test/conformance && $(GO_RUN_INSTALL) github.com/onsi/ginkgo/v2/ginkgo $@
@@ -305,7 +317,8 @@ $(CONFORMANCE_BIN)/summary: $(CONFORMANCE_DEPS) $(wildcard test/conformance/cmd/
 	cd test/conformance && $(GO_RUN_INSTALL) ./cmd/summary $@
 
 conformance: deps bins images build
-	OUT=$(OUT) BIN=$(BIN) IMAGES=$(IMAGES) GO=$(GO) hack/conformance.sh
+	OUT=$(OUT) BIN=$(BIN) IMAGES=$(IMAGES) GO=$(GO) CONF=$(CONFORMANCE_OUT) \
+		KUBERNETES_VERSION=$(KUBERNETES_VERSION) hack/conformance.sh
 
 # `make netpol [FOCUS=regex] [SKIP=regex] [PROCS=8]` (issue #26) runs
 # upstream's NetworkPolicy e2e specs (`[Feature:NetworkPolicy]` and the
@@ -313,7 +326,8 @@ conformance: deps bins images build
 # offline on a 3-node cluster, the same way: reports and summary.md under
 # $(OUT)/conformance.
 netpol: deps bins images build
-	SUITE=netpol OUT=$(OUT) BIN=$(BIN) IMAGES=$(IMAGES) GO=$(GO) hack/conformance.sh
+	SUITE=netpol OUT=$(OUT) BIN=$(BIN) IMAGES=$(IMAGES) GO=$(GO) CONF=$(CONFORMANCE_OUT) \
+		KUBERNETES_VERSION=$(KUBERNETES_VERSION) hack/conformance.sh
 
 # Benchmark (issue #7): up/down real clusters of each size, several runs,
 # and report time to Ready, boot phases, memory, teardown and image import

@@ -23,7 +23,10 @@
 # on the spec text, narrowing the conformance specs), PROCS (default 8),
 # CONFORMANCE_NAME (cluster name, default conformance), CONFORMANCE_STATE_DIR
 # (default $OUT/conformance/state), CONFORMANCE_FLAGS (more `kubernix up`
-# flags, e.g. --cidr 10.160.0.0/16).
+# flags, e.g. --cidr 10.160.0.0/16), CONF (where it all lands, default
+# $OUT/conformance) and KUBERNETES_VERSION (the release the cluster runs;
+# e2e.test must be that release's: make conformance KUBERNETES_VERSION=...
+# builds it).
 #
 # SUITE=netpol (`make netpol`) runs upstream's NetworkPolicy specs instead
 # (test/e2e/network/netpol, in the same e2e.test: FOCUS defaults to
@@ -38,7 +41,7 @@ BIN=${BIN:-$OUT/bin}
 IMAGES=${IMAGES:-$OUT/images}
 GO=${GO:-go}
 MAKE=${MAKE:-make}
-CONF=$OUT/conformance
+CONF=${CONF:-$OUT/conformance}
 E2E_TEST=$CONF/bin/e2e.test
 GINKGO=$CONF/bin/ginkgo
 NAME=${CONFORMANCE_NAME:-conformance}
@@ -62,6 +65,7 @@ netpol)
 	;;
 esac
 read -r -a UP_FLAGS <<<"${CONFORMANCE_FLAGS:-}"
+if [[ -n ${KUBERNETES_VERSION:-} ]]; then UP_FLAGS+=(--kubernetes-version "$KUBERNETES_VERSION"); fi
 CLUSTER=(--name "$NAME" --state-dir "$STATE")
 KUBECONFIG_FILE=$CONF/kubeconfig
 
@@ -99,8 +103,16 @@ record() {
 # need: exit (through cleanup) when the last part failed.
 need() { return "$RC"; }
 
+# build_images makes the conformance images; for the specs of e2e.test's
+# release, also those it names under other tags than the default
+# release's (mkimage -refs: the same content under its tags).
 build_images() {
-	"$GO" run ./hack/mkimage -bin-dir "$BIN" -set conformance -out "$CONF/images"
+	"$E2E_TEST" --list-images >"$CONF/images.refs"
+	"$GO" run ./hack/mkimage -bin-dir "$BIN" -set conformance -out "$CONF/images" -refs "$CONF/images.refs" |
+		tee "$CONF/images.out"
+	# The tarballs of this run (mkimage's last field), not what an older
+	# run left in the directory.
+	awk '{print $NF}' "$CONF/images.out" >"$CONF/images.list"
 }
 
 # up_cluster starts a new cluster: the previous run's, kept down for
@@ -117,8 +129,7 @@ up_cluster() {
 # them, with the built-in ones, to the local registry.
 load_images() {
 	local extra=()
-	shopt -s nullglob
-	extra=("$CONF"/images/*.tar)
+	if [[ -s $CONF/images.list ]]; then mapfile -t extra <"$CONF/images.list"; fi
 	if ((${#extra[@]})); then
 		"$BIN/kubernix" image load "${CLUSTER[@]}" "${extra[@]}"
 	fi

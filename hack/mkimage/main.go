@@ -10,6 +10,13 @@
 //
 //	go run ./hack/mkimage -set conformance -out _output/conformance/images [names...]
 //
+// With -refs FILE (one reference a line, as `e2e.test --list-images`
+// prints those of another Kubernetes release's specs), it also makes, for
+// each reference whose repository is one of an image of the set or of the
+// built-in images under another tag, that image under that reference
+// (retag): a release's specs run the images of the default release's
+// content under their own tags.
+//
 // It builds the programs those images need that the bin dir lacks with the
 // go command, in the bundle and test/conformance modules (run it from the
 // repository root), and unpacks the Debian packages they take files from
@@ -28,10 +35,14 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/google/go-containerregistry/pkg/name"
 
 	"github.com/kubernix/kubernix/internal/toolmain"
 	"github.com/kubernix/kubernix/pkg/images"
@@ -47,6 +58,7 @@ type options struct {
 	outDir  string
 	busybox string
 	k8sDir  string
+	refs    string
 	force   bool
 }
 
@@ -67,6 +79,7 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	fs.StringVar(&o.outDir, "out", "_output/images", "directory to write the image tarballs to")
 	fs.StringVar(&o.busybox, "busybox", images.BusyboxSource, "static busybox binary for the agnhost image (Debian package "+images.BusyboxPackage+")")
 	fs.StringVar(&o.k8sDir, "kubernetes-dir", "", "source tree of the pinned Kubernetes module (default: what go list -m k8s.io/kubernetes gives in ./bundle)")
+	fs.StringVar(&o.refs, "refs", "", "file of image references, one a line (e2e.test --list-images): also make each image of the set or the built-in ones whose repository one names under that reference")
 	fs.BoolVar(&o.force, "force", false, "rebuild images that are up to date")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: mkimage [flags] [name...]\n  -set %s: %s\n  -set %s: %s\n",
@@ -84,6 +97,17 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	selected, err := selectImages(all, fs.Args())
 	if err != nil {
 		return err
+	}
+	if o.refs != "" {
+		refs, err := os.ReadFile(o.refs)
+		if err != nil {
+			return fmt.Errorf("-refs: %w", err)
+		}
+		retagged, err := retag(append(slices.Clone(selected), images.Builtins()...), strings.Fields(string(refs)))
+		if err != nil {
+			return fmt.Errorf("-refs %s: %w", o.refs, err)
+		}
+		selected = append(selected, retagged...)
 	}
 	if o.k8sDir == "" {
 		if o.k8sDir, err = kubernetesDir(ctx); err != nil {
@@ -171,6 +195,47 @@ func selectImages(all []images.Builtin, args []string) ([]images.Builtin, error)
 		return nil, fmt.Errorf("unknown image %s; known: %s", strings.Join(unknown, ", "), strings.Join(names(all), ", "))
 	}
 	return selected, nil
+}
+
+// retag returns, for each of refs whose repository (the reference less
+// its tag) is that of an image of set under another tag, that image made
+// under the reference, named <name>-<tag> (its tarball's name): the first
+// image of the repository named as its last element (agnhost, not
+// agnhost-prev, for .../agnhost), else the first of it; once per
+// reference, in the order of refs. A reference that does not parse is an
+// error; one an image of set has, or of another repository, is left out.
+func retag(set []images.Builtin, refs []string) ([]images.Builtin, error) {
+	var out []images.Builtin
+	seen := map[string]bool{}
+	for _, ref := range refs {
+		tag, err := name.NewTag(ref, name.StrictValidation)
+		if err != nil {
+			return nil, err
+		}
+		if seen[tag.String()] || slices.ContainsFunc(set, func(b images.Builtin) bool { return b.Ref == tag.String() }) {
+			continue
+		}
+		seen[tag.String()] = true
+		var match *images.Builtin
+		for i, b := range set {
+			have, err := b.Tag()
+			if err != nil {
+				return nil, err
+			}
+			if have.Context().String() != tag.Context().String() {
+				continue
+			}
+			if match == nil || b.Name == path.Base(tag.RepositoryStr()) && match.Name != b.Name {
+				match = &set[i]
+			}
+		}
+		if match != nil {
+			b := *match
+			b.Ref, b.Name = tag.String(), b.Name+"-"+tag.TagStr()
+			out = append(out, b)
+		}
+	}
+	return out, nil
 }
 
 func names(bs []images.Builtin) []string {

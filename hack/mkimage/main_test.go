@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -115,5 +116,43 @@ func sameTimes(dir string) func(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestRetag: a reference of an image's repository under another tag makes
+// that image under it, once; one it already has, or of a repository no
+// image has, makes none; a reference that does not parse is an error.
+func TestRetag(t *testing.T) {
+	set := []images.Builtin{
+		{Name: "agnhost-prev", Ref: "registry.k8s.io/e2e-test-images/agnhost:2.55", Binary: "agnhost-prev", Path: "/agnhost"},
+		{Name: "agnhost", Ref: "registry.k8s.io/e2e-test-images/agnhost:2.66.1", Binary: "agnhost", Path: "/agnhost"},
+		{Name: "pause", Ref: "registry.k8s.io/pause:3.10.2", Binary: "pause", Path: "/pause"},
+	}
+	got, err := retag(set, []string{
+		"registry.k8s.io/e2e-test-images/agnhost:2.63.0",
+		"registry.k8s.io/e2e-test-images/agnhost:2.63.0", // twice: once
+		"registry.k8s.io/e2e-test-images/agnhost:2.66.1", // has it
+		"registry.k8s.io/pause:3.10.1",
+		"registry.k8s.io/e2e-test-images/jessie-dnsutils:1.7", // no image of it
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var refs []string
+	for _, b := range got {
+		refs = append(refs, b.Name+" "+b.Ref+" "+b.Binary)
+	}
+	want := []string{
+		"agnhost-2.63.0 registry.k8s.io/e2e-test-images/agnhost:2.63.0 agnhost",
+		"pause-3.10.1 registry.k8s.io/pause:3.10.1 pause",
+	}
+	if !slices.Equal(refs, want) {
+		t.Errorf("retag = %q, want %q", refs, want)
+	}
+	if set[1].Ref != "registry.k8s.io/e2e-test-images/agnhost:2.66.1" {
+		t.Errorf("retag changed its input: %+v", set[1])
+	}
+	if _, err := retag(set, []string{"not a ref:"}); err == nil {
+		t.Error("retag of a reference that does not parse: no error")
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -18,23 +19,20 @@ import (
 )
 
 // TestOlderRelease runs the release before the default (the first of
-// versions.env's KUBERNETES_RELEASES, which `make e2e` builds) as a user
+// versions.env's KUBERNETES_RELEASES, which `make e2e` builds; or the one
+// KUBERNIX_E2E_RELEASE names, `make e2e E2E_RELEASE=v1.35.4`) as a user
 // would pick it, `--kubernetes-version v1.<minor>`, on 3 nodes: the
 // apiserver and every node report that release; list, status (-o json)
 // and config view show it; TestMultiNode's workload checks pass (spread,
 // pod to pod across nodes, ClusterIP, NodePort, DNS); kubectl logs, exec
 // and port-forward work; the addons are Available. Then the upgrade: with
 // a PVC holding data and a LoadBalancer Service added, the stopped cluster
-// is brought up with the default release, one minor newer; the nodes
+// is brought up with the release one minor newer; the nodes
 // report it, and the Deployment, the data and the LoadBalancer IP are
 // still there and serve. A downgrade back is refused with exit 2 and
 // changes nothing. down leaves nothing.
 func TestOlderRelease(t *testing.T) {
-	known := release.Known()
-	if len(known) < 2 {
-		t.Skip("versions.env lists no release besides the default")
-	}
-	newer, older := known[0], known[1]
+	older, newer := olderRelease(t)
 	e := newEnv(t, "e2e-rel", "10.136.0.0/16", "--nodes", "3", "--kubernetes-version", semver.MajorMinor(older))
 	if bin := filepath.Join(filepath.Dir(e.binDir), "releases", older, "bin"); !isFile(filepath.Join(bin, "kube-apiserver")) {
 		t.Fatalf("release %s is not built in %s: run `make bins KUBERNETES_VERSION=%s` (`make e2e` does)", older, bin, older)
@@ -111,6 +109,26 @@ func TestOlderRelease(t *testing.T) {
 			t.Errorf("the refused up left:\n%s", strings.Join(left, "\n"))
 		}
 	})
+}
+
+// olderRelease returns the release TestOlderRelease starts with
+// (KUBERNIX_E2E_RELEASE, else the newest but the default) and the one it
+// upgrades to, a minor newer; it skips when kubernix builds one release
+// only, and fails for a release it does not build or one with no newer.
+func olderRelease(t *testing.T) (older, newer string) {
+	known := release.Known()
+	if len(known) < 2 {
+		t.Skip("versions.env lists no release besides the default")
+	}
+	older = known[1]
+	if v := os.Getenv("KUBERNIX_E2E_RELEASE"); v != "" {
+		older = v
+	}
+	i := slices.Index(known, older)
+	if i < 1 {
+		t.Fatalf("KUBERNIX_E2E_RELEASE=%s: not one of the releases kubernix builds but the default: %v", older, known[1:])
+	}
+	return older, known[i-1]
 }
 
 // wantRelease checks that the apiserver and every node of nodes report
