@@ -141,7 +141,10 @@ func Describe(s Spec) ([]components.Description, error) {
 	describe := func(name, configFile string, ip netip.Addr, probe string, cfg []byte) components.Description {
 		return components.Description{
 			Name: name, Scope: config.ControlPlaneScope, Kind: components.KindProcess, Phase: boot.Infrastructure,
-			Binary: Name, Command: process.Command{Path: s.Binary, Args: []string{"serve", configFile}},
+			// Tracing off: distribution v3 exports OpenTelemetry traces
+			// by default (autoexport, to localhost:4318), logging an
+			// error every few seconds where nothing listens.
+			Binary: Name, Command: process.Command{Path: s.Binary, Args: []string{"serve", configFile}, Env: []string{"OTEL_TRACES_EXPORTER=none"}},
 			Ports: []components.Port{{IP: ip, Port: s.Port, Flag: PortFlag}},
 			Probe: components.Probe{HTTPGet: s.URL(ip) + probe},
 			Files: []components.File{{Path: configFile, Content: cfg}},
