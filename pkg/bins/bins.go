@@ -121,21 +121,7 @@ func LocateBundle(given, exe string) Bundle {
 // KUBERNETES_VERSION=<version>` and `make install` lay them out. The
 // default is listed even without a bundle: its binaries are then found
 // in --bin-dir and $PATH.
-func (b Bundle) Releases() []release.Release {
-	def := release.Default()
-	def.Bin = b.Bin
-	out := []release.Release{def}
-	if b.Dir == "" {
-		return out
-	}
-	for _, v := range release.Known()[1:] {
-		bin := filepath.Join(b.Dir, "releases", v, "bin")
-		if isExecutable(filepath.Join(bin, bundleMarker)) {
-			out = append(out, release.Of(v, bin))
-		}
-	}
-	return out
-}
+func (b Bundle) Releases() []release.Release { return (&Finder{Bundle: b}).Releases() }
 
 // Finder looks binaries up in a fixed order of directories: ReleaseBin,
 // BinDir, the Bundle's bin dir, Path, then SystemDirs.
@@ -173,24 +159,32 @@ func NewFinder(binDir, bundleDir string) *Finder {
 	return f
 }
 
-// Releases lists the Kubernetes releases f can run, newest first: those
-// of the bundle beside the --bin-dir (its parent, as `make` lays out
-// _output/bin and _output/releases), then those of f's Bundle not found
-// there (Bundle.Releases); the default release first, with f's
-// bundle's bin dir.
+// Releases lists the Kubernetes releases f can run, newest first: the
+// default release (its binaries in f's bundle's bin dir), then each other
+// release kubernix builds (release.Known) whose bin dir
+// <dir>/releases/<version>/bin has kube-apiserver, dir being the parent of
+// the --bin-dir (as `make` lays out _output/bin and _output/releases),
+// else f's bundle.
 func (f *Finder) Releases() []release.Release {
-	out := f.Bundle.Releases()
-	if f.BinDir == "" {
-		return out
+	def := release.Default()
+	def.Bin = f.Bundle.Bin
+	out := []release.Release{def}
+	var dirs []string
+	if f.BinDir != "" {
+		dirs = append(dirs, filepath.Dir(f.BinDir))
 	}
-	beside := Bundle{Dir: filepath.Dir(f.BinDir), Bin: f.BinDir}.Releases()[1:]
-	for _, r := range out[1:] {
-		if !slices.ContainsFunc(beside, func(b release.Release) bool { return b.Kubernetes == r.Kubernetes }) {
-			beside = append(beside, r)
+	if f.Bundle.Dir != "" {
+		dirs = append(dirs, f.Bundle.Dir)
+	}
+	for _, v := range release.Known()[1:] {
+		for _, dir := range dirs {
+			if bin := filepath.Join(dir, "releases", v, "bin"); isExecutable(filepath.Join(bin, bundleMarker)) {
+				out = append(out, release.Of(v, bin))
+				break
+			}
 		}
 	}
-	release.Sort(beside)
-	return append(out[:1], beside...)
+	return out
 }
 
 // UseRelease looks the Kubernetes version (as release.Lookup reads it;
@@ -212,9 +206,8 @@ func (f *Finder) UseRelease(version string) (release.Release, error) {
 
 // ReleaseFinder is NewFinder(binDir, bundleDir) after UseRelease(version):
 // the Finder, the release and UseRelease's error. On an error the release
-// is still the one version names (release.Of without a Bin: its binaries
-// are found as any other; the default release when version names none
-// kubernix builds), for the verbs that start nothing (down, status,
+// is still the one version names (release.Named: its binaries are found
+// as any other), for the verbs that start nothing (down, status,
 // logs) to go on with; up refuses the error.
 func ReleaseFinder(binDir, bundleDir, version string) (*Finder, release.Release, error) {
 	f := NewFinder(binDir, bundleDir)
@@ -222,13 +215,7 @@ func ReleaseFinder(binDir, bundleDir, version string) (*Finder, release.Release,
 	if err == nil {
 		return f, rel, nil
 	}
-	rel = release.Default()
-	for _, known := range release.Known() {
-		if release.Matches(version, known) {
-			rel = release.Of(known, "")
-			break
-		}
-	}
+	rel, _ = release.Named(version)
 	return f, rel, err
 }
 

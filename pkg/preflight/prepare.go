@@ -406,18 +406,14 @@ func nextFreePort(port, def int, check func(port int) error) (int, error) {
 // program's), and its cgroup parent, unset, as the delegated one that up
 // would take.
 func runningChanges(cfg config.Config, mode Mode) []Change {
+	finder, rel, _ := bins.ReleaseFinder(cfg.BinDir, cfg.BundleDir, cfg.KubernetesVersion)
 	if mode == AsRoot {
-		finder, rel, _ := bins.ReleaseFinder(cfg.BinDir, cfg.BundleDir, cfg.KubernetesVersion)
 		imagesDir, _ := finder.ImagesDir()
 		cfg, _, _ = choosePorts(cfg, doctor.Locate(finder, rel, cfg.CNIDir), imagesDir, mode)
-		cfg.KubernetesVersion = rel.Kubernetes
-	} else {
-		if cfg.CgroupParent == "" {
-			cfg.CgroupParent, _ = rootless.DelegatedCgroup(os.Getuid())
-		}
-		_, rel, _ := bins.ReleaseFinder(cfg.BinDir, cfg.BundleDir, cfg.KubernetesVersion)
-		cfg.KubernetesVersion = rel.Kubernetes
+	} else if cfg.CgroupParent == "" {
+		cfg.CgroupParent, _ = rootless.DelegatedCgroup(os.Getuid())
 	}
+	cfg.KubernetesVersion = rel.Kubernetes
 	changes, _ := ConfigChanges(cfg, mode != AsRoot)
 	return changes
 }

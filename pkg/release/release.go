@@ -11,10 +11,8 @@
 package release
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
 	"k8s.io/apimachinery/pkg/util/version"
@@ -112,14 +110,27 @@ func Lookup(built []Release, version string) (Release, error) {
 	for _, r := range built {
 		names = append(names, r.Kubernetes)
 	}
-	for _, known := range Known() {
-		if Matches(version, known) {
-			return Release{}, fmt.Errorf("%w: %s: build it with `make bins KUBERNETES_VERSION=%s` in the kubernix source tree (then `make install` where kubernix is installed); built here: %s",
-				ErrNotBuilt, known, known, strings.Join(names, ", "))
-		}
+	if known, ok := Named(version); ok {
+		return Release{}, fmt.Errorf("%w: %s: build it with `make bins KUBERNETES_VERSION=%s` in the kubernix source tree (then `make install` where kubernix is installed); built here: %s",
+			ErrNotBuilt, known, known, strings.Join(names, ", "))
 	}
 	return Release{}, fmt.Errorf("%w: %q: kubernix runs %s (built here: %s)",
 		ErrUnsupported, version, strings.Join(Known(), ", "), strings.Join(names, ", "))
+}
+
+// Named returns the release of Known that version names (as Matches
+// reads it; "" names the default), its Bin unset, and true; else the
+// default release and false.
+func Named(version string) (Release, bool) {
+	if strings.TrimSpace(version) == "" {
+		return Default(), true
+	}
+	for _, known := range Known() {
+		if Matches(version, known) {
+			return Of(known, ""), true
+		}
+	}
+	return Default(), false
 }
 
 // CheckUpgrade returns nil when a cluster that last ran the release
@@ -144,31 +155,6 @@ func CheckUpgrade(from, to string) error {
 		return fmt.Errorf("%w: %s → %s skips a minor: Kubernetes upgrades one minor at a time; up with --kubernetes-version v%d.%d first", ErrUpgrade, from, to, f.Major(), f.Minor()+1)
 	}
 	return nil
-}
-
-// Sort sorts releases newest first by their Kubernetes versions (one
-// that does not parse last).
-func Sort(releases []Release) {
-	slices.SortStableFunc(releases, func(a, b Release) int {
-		av, aerr := version.ParseGeneric(a.Kubernetes)
-		bv, berr := version.ParseGeneric(b.Kubernetes)
-		switch {
-		case aerr != nil || berr != nil:
-			return cmp.Compare(boolInt(aerr != nil), boolInt(berr != nil))
-		case bv.LessThan(av):
-			return -1
-		case av.LessThan(bv):
-			return 1
-		}
-		return 0
-	})
-}
-
-func boolInt(b bool) int {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // Minor is the release's minor version, e.g. 37 for "v1.37.2"; 0 if the

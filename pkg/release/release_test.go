@@ -123,15 +123,3 @@ func TestDefaultComplete(t *testing.T) {
 		t.Errorf("Default().Kubernetes %q has no minor version", d.Kubernetes)
 	}
 }
-
-func TestSort(t *testing.T) {
-	rs := []Release{{Kubernetes: "v1.35.4"}, {Kubernetes: "bad"}, {Kubernetes: "v1.37.2"}, {Kubernetes: "v1.36.10"}, {Kubernetes: "v1.36.3"}}
-	Sort(rs)
-	var got []string
-	for _, r := range rs {
-		got = append(got, r.Kubernetes)
-	}
-	if want := "v1.37.2 v1.36.10 v1.36.3 v1.35.4 bad"; strings.Join(got, " ") != want {
-		t.Errorf("Sort = %v, want %s", got, want)
-	}
-}
