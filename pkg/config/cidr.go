@@ -179,3 +179,45 @@ func addrIndex(r netip.Prefix, a netip.Addr, bits int) uint32 {
 	w := uint32(base[0])<<24 | uint32(base[1])<<16 | uint32(base[2])<<8 | uint32(base[3])
 	return (v - w) >> (32 - bits)
 }
+
+// RangeKeys are the toml keys of the settings that place a cluster's
+// addresses, in field order; each is also a flag, with "-" for "_"
+// (--cidr, --node-cidr, --service-cidr, --cluster-cidr,
+// --loadbalancer-cidr).
+var RangeKeys = []string{"cidr", "node_cidr", "service_cidr", "cluster_cidr", "loadbalancer_cidr"}
+
+// ranges are pointers to c's fields of RangeKeys, in that order.
+func (c *Config) ranges() []*string {
+	return []*string{&c.CIDR, &c.NodeCIDR, &c.ServiceCIDR, &c.ClusterCIDR, &c.LoadBalancerCIDR}
+}
+
+// Ranges returns c's address-range settings, RangeKeys to their values
+// ("" when unset).
+func (c Config) Ranges() map[string]string {
+	out := make(map[string]string, len(RangeKeys))
+	for i, p := range c.ranges() {
+		out[RangeKeys[i]] = *p
+	}
+	return out
+}
+
+// WithRangesOf returns c with the address ranges (RangeKeys) of other.
+func (c Config) WithRangesOf(other Config) Config {
+	theirs := other.ranges()
+	for i, p := range c.ranges() {
+		*p = *theirs[i]
+	}
+	return c
+}
+
+// WithCIDR returns c with CIDR whole and the ranges Resolve derives from
+// it (node network, service CIDR, cluster CIDR, LoadBalancer pool)
+// derived again from whole.
+func (c Config) WithCIDR(whole netip.Prefix) Config {
+	for _, p := range c.ranges() {
+		*p = ""
+	}
+	c.CIDR = whole.String()
+	c.Resolve()
+	return c
+}

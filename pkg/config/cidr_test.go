@@ -1,6 +1,7 @@
 package config
 
 import (
+	"maps"
 	"net/netip"
 	"strings"
 	"testing"
@@ -71,5 +72,29 @@ func TestPrivateReportedOnce(t *testing.T) {
 	err = c.Validate()
 	if err == nil || !strings.Contains(err.Error(), "(1 problem)") || strings.Contains(err.Error(), "--node-cidr") {
 		t.Fatalf("Validate() = %v, want one problem, about --cidr", err)
+	}
+}
+
+// TestWithCIDR: the ranges derived from --cidr follow a new one, whatever
+// was set before; WithRangesOf copies every range and nothing else.
+func TestWithCIDR(t *testing.T) {
+	c := Default()
+	c.NodeCIDR = "192.168.5.0/24" // set, and not inside the new range
+	c.Resolve()
+	got := c.WithCIDR(netip.MustParsePrefix("10.11.0.0/16")).Ranges()
+	want := map[string]string{"cidr": "10.11.0.0/16", "node_cidr": "10.11.0.0/24", "service_cidr": "10.11.16.0/20",
+		"cluster_cidr": "10.11.128.0/17", "loadbalancer_cidr": "10.11.32.0/20"}
+	if !maps.Equal(got, want) {
+		t.Errorf("WithCIDR(10.11.0.0/16).Ranges() = %v, want %v", got, want)
+	}
+	other := Default()
+	other.Name, other.CIDR = "other", "172.20.0.0/16"
+	other.Resolve()
+	copied := c.WithRangesOf(other)
+	if !maps.Equal(copied.Ranges(), other.Ranges()) || copied.Name != c.Name {
+		t.Errorf("WithRangesOf: ranges %v name %q, want %v and %q", copied.Ranges(), copied.Name, other.Ranges(), c.Name)
+	}
+	if len(want) != len(RangeKeys) {
+		t.Errorf("RangeKeys = %v: a range setting is missing from the test", RangeKeys)
 	}
 }

@@ -76,7 +76,7 @@ type Config struct {
 	Executor string `toml:"executor" flag:"executor" usage:"how nodes run: container (a sandbox per node, the default) or process (the host's namespaces: 1 node, one such cluster per host)"`
 	// CIDR is the whole cluster address range (IPv4). Unset NodeCIDR,
 	// ServiceCIDR and ClusterCIDR are carved out of it, see Resolve.
-	CIDR string `toml:"cidr" flag:"cidr" usage:"IPv4 range the node network, service CIDR and cluster (pod) CIDR are carved from"`
+	CIDR string `toml:"cidr" flag:"cidr" usage:"IPv4 range the node network, service CIDR and cluster (pod) CIDR are carved from (a new cluster given none moves off a taken default to the next free range)"`
 	// NodeCIDR is the node network: the cluster bridge's host address is its
 	// first address, node i gets the (i+2)th.
 	NodeCIDR string `toml:"node_cidr" flag:"node-cidr" usage:"node network (default: first /24 of --cidr)"`

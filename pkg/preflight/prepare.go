@@ -51,6 +51,9 @@ type PrepareOptions struct {
 	// misses is then where it was looked for, doctor.Locate): the
 	// failures are Prepared.Refusals instead of Prepare's error.
 	DryRun bool
+	// Explicit are the toml keys of the settings a source set
+	// (config.LoadExplicit): Prepare chooses no setting given here.
+	Explicit []string
 }
 
 // Prepared is a plan that has passed up's checks: what Up starts.
@@ -80,6 +83,9 @@ type Prepared struct {
 //   - the Kubernetes release asked for must be built (bins.ReleaseFinder;
 //     the config then names its full version, which is recorded);
 //   - the doctor's checks (doctor.Check) give the binaries and host facts;
+//   - as root, the address ranges are chosen (ranges: a cluster that ran
+//     before keeps its own; a new one whose range another cluster or the
+//     host holds moves to a free one, unless a source set it);
 //   - the apiserver and registry ports are chosen (choosePorts; a default
 //     one that is taken moves, and the config is validated again);
 //   - what cfg changes in the cluster that ran before (ConfigChanges) must
@@ -113,6 +119,9 @@ func Prepare(ctx context.Context, cfg config.Config, opts PrepareOptions) (*Prep
 	imagesDir, imagesErr := finder.ImagesDir()
 	if opts.Mode == AsUser {
 		cfg.CgroupParent = facts.CgroupParent
+	}
+	if cfg, err = pp.ranges(cfg); err != nil {
+		return pp.pr, err
 	}
 	cfg, err = pp.ports(cfg, facts, imagesDir)
 	if err != nil {
@@ -201,7 +210,7 @@ func (pp *preparation) ports(cfg config.Config, facts doctor.Facts, imagesDir st
 			return cfg, err
 		}
 	}
-	pp.pr.Notices = notices
+	pp.pr.Notices = append(pp.pr.Notices, notices...)
 	if chosen.RegistryPort != cfg.RegistryPort {
 		if err := pp.refuse(chosen.Validate()); err != nil {
 			return cfg, err

@@ -40,6 +40,9 @@ type env struct {
 	// namespace, if set, is the namespace kubectl acts in (a test's own
 	// on a shared cluster, see sharedCluster).
 	namespace string
+	// rangeChosen leaves --cidr out of the cluster's flags: up chooses
+	// the range (cidr is then the one the test expects, for its checks).
+	rangeChosen bool
 }
 
 // leanAddons is the flag of a cluster with no addons (no pods of its
@@ -91,7 +94,11 @@ func runNetns() map[string]bool {
 
 // args are the flags naming this cluster.
 func (e *env) args() []string {
-	return append([]string{"--name", e.name, "--state-dir", e.stateDir, "--cidr", e.cidr}, e.extra...)
+	args := []string{"--name", e.name, "--state-dir", e.stateDir, "--cidr", e.cidr}
+	if e.rangeChosen {
+		args = args[:4]
+	}
+	return append(args, e.extra...)
 }
 
 // argsOf are the cluster's flags that verb takes: all of args for the

@@ -24,7 +24,7 @@ func dryRun(ctx context.Context, env *common.Env, cfg config.Config) error {
 	if doctor.DetectMode() == doctor.ModeRootless {
 		mode = preflight.AsUser
 	}
-	pr, err := preflight.Prepare(ctx, cfg, preflight.PrepareOptions{Mode: mode, DryRun: true})
+	pr, err := preflight.Prepare(ctx, cfg, preflight.PrepareOptions{Mode: mode, DryRun: true, Explicit: explicit(env)})
 	if err != nil {
 		return err
 	}

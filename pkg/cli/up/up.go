@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -142,7 +143,7 @@ func runUp(ctx context.Context, env *common.Env, f *flags, notify *notifier) err
 	}
 	// Every check, read-only, before the lock (which makes the state
 	// dir): bad input leaves nothing behind.
-	pl, err := prepare(ctx, env, cfg, preflight.PrepareOptions{Mode: mode})
+	pl, err := prepare(ctx, env, cfg, preflight.PrepareOptions{Mode: mode, Explicit: explicit(env)})
 	if err != nil {
 		return err
 	}
@@ -264,7 +265,7 @@ func detach(ctx context.Context, env *common.Env, cfg config.Config, f *flags, l
 		return err
 	}
 	defer r.Close()
-	sup, err := startSupervisor(f, cfg, lock, logFile, w)
+	sup, err := startSupervisor(env, f, cfg, lock, logFile, w)
 	w.Close()
 	if err != nil {
 		return err
@@ -283,16 +284,20 @@ func detach(ctx context.Context, env *common.Env, cfg config.Config, f *flags, l
 
 // startSupervisor starts this kubernix as `up` with the parsed command line
 // (without --detach), in its own session, with notices to the pipe notify
-// (its fd 3), stdin the lock and output to logFile.
-func startSupervisor(f *flags, cfg config.Config, lock *state.StateLock, logFile, notify *os.File) (*started, error) {
+// (its fd 3), stdin the lock and output to logFile. The ports and address
+// ranges Prepare chose are given as flags: the supervisor starts what was
+// checked.
+func startSupervisor(env *common.Env, f *flags, cfg config.Config, lock *state.StateLock, logFile, notify *os.File) (*started, error) {
 	self, err := os.Executable()
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"up"}, passThroughArgs(f.parsed, map[string]string{
+	set := map[string]string{
 		"notify-fd": "3", "no-shell": "true", "apiserver-port": strconv.Itoa(cfg.APIServerPort),
 		"registry-port": strconv.Itoa(cfg.RegistryPort),
-	})...)
+	}
+	maps.Copy(set, rangeFlags(chosenRanges(env, cfg)))
+	args := append([]string{"up"}, passThroughArgs(f.parsed, set)...)
 	child := exec.Command(self, args...)
 	child.Stdin = lock.File()
 	child.Stdout, child.Stderr = logFile, logFile
