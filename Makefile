@@ -318,7 +318,7 @@ $(CONFORMANCE_BIN)/summary: $(CONFORMANCE_DEPS) $(wildcard test/conformance/cmd/
 
 conformance: deps bins images build
 	OUT=$(OUT) BIN=$(BIN) IMAGES=$(IMAGES) GO=$(GO) CONF=$(CONFORMANCE_OUT) \
-		KUBERNETES_VERSION=$(KUBERNETES_VERSION) hack/conformance.sh
+		KUBERNETES_VERSION=$(KUBERNETES_VERSION) RELEASE_MODULE=$(RELEASE_MOD) hack/conformance.sh
 
 # `make netpol [FOCUS=regex] [SKIP=regex] [PROCS=8]` (issue #26) runs
 # upstream's NetworkPolicy e2e specs (`[Feature:NetworkPolicy]` and the
@@ -327,7 +327,7 @@ conformance: deps bins images build
 # $(OUT)/conformance.
 netpol: deps bins images build
 	SUITE=netpol OUT=$(OUT) BIN=$(BIN) IMAGES=$(IMAGES) GO=$(GO) CONF=$(CONFORMANCE_OUT) \
-		KUBERNETES_VERSION=$(KUBERNETES_VERSION) hack/conformance.sh
+		KUBERNETES_VERSION=$(KUBERNETES_VERSION) RELEASE_MODULE=$(RELEASE_MOD) hack/conformance.sh
 
 # Benchmark (issue #7): up/down real clusters of each size, several runs,
 # and report time to Ready, boot phases, memory, teardown and image import

@@ -24,9 +24,11 @@
 # CONFORMANCE_NAME (cluster name, default conformance), CONFORMANCE_STATE_DIR
 # (default $OUT/conformance/state), CONFORMANCE_FLAGS (more `kubernix up`
 # flags, e.g. --cidr 10.160.0.0/16), CONF (where it all lands, default
-# $OUT/conformance) and KUBERNETES_VERSION (the release the cluster runs;
+# $OUT/conformance), KUBERNETES_VERSION (the release the cluster runs;
 # e2e.test must be that release's: make conformance KUBERNETES_VERSION=...
-# builds it).
+# builds it) and RELEASE_MODULE (that release's module, unless it is the
+# default: the images' etcd, nonewprivs and sample-apiserver are built in
+# it, mkimage -module).
 #
 # SUITE=netpol (`make netpol`) runs upstream's NetworkPolicy specs instead
 # (test/e2e/network/netpol, in the same e2e.test: FOCUS defaults to
@@ -105,10 +107,12 @@ need() { return "$RC"; }
 
 # build_images makes the conformance images; for the specs of e2e.test's
 # release, also those it names under other tags than the default
-# release's (mkimage -refs: the same content under its tags).
+# release's (mkimage -refs: the same content under its tags), and its
+# programs of the Kubernetes tree from that release's module.
 build_images() {
 	"$E2E_TEST" --list-images >"$CONF/images.refs"
-	"$GO" run ./hack/mkimage -bin-dir "$BIN" -set conformance -out "$CONF/images" -refs "$CONF/images.refs" |
+	"$GO" run ./hack/mkimage -bin-dir "$BIN" -set conformance -out "$CONF/images" -refs "$CONF/images.refs" \
+		-work-dir "$CONF/image-work" ${RELEASE_MODULE:+-module "$RELEASE_MODULE"} |
 		tee "$CONF/images.out"
 	# The tarballs of this run (mkimage's last field), not what an older
 	# run left in the directory.

@@ -325,10 +325,11 @@ func conformanceBuiltins(set []conformanceImage) []images.Builtin {
 }
 
 // prepare makes what the images read from the work dir workDir: it
-// builds their goBinaries and fetches their debPackages.
-func prepare(ctx context.Context, bs []images.Builtin, binDir, workDir string) error {
+// builds their goBinaries (those of the Kubernetes tree in module, when
+// given: inModule) and fetches their debPackages.
+func prepare(ctx context.Context, bs []images.Builtin, binDir, workDir, module string) error {
 	for _, g := range goBinariesFor(bs, binDir, workDir) {
-		if err := buildGo(ctx, g, filepath.Join(workDir, "bin")); err != nil {
+		if err := buildGo(ctx, inModule(g, module), filepath.Join(workDir, "bin")); err != nil {
 			return err
 		}
 	}
@@ -338,6 +339,17 @@ func prepare(ctx context.Context, bs []images.Builtin, binDir, workDir string) e
 		}
 	}
 	return nil
+}
+
+// inModule is g built in module instead (a release's module, whose
+// go.mod pins that release's Kubernetes tree and etcd) when module is set
+// and g is a program of the Kubernetes tree (built in bundle or
+// test/conformance); else g.
+func inModule(g goBinary, module string) goBinary {
+	if module != "" && (g.Module == "bundle" || g.Module == "test/conformance") {
+		g.Module = module
+	}
+	return g
 }
 
 // goBinariesFor returns the goBinaries that the images read from the work

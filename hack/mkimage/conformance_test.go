@@ -401,3 +401,22 @@ func TestSameContent(t *testing.T) {
 		t.Errorf("sameContent of a missing new file: %v, want fs.ErrNotExist", err)
 	}
 }
+
+// TestInModule: -module moves the programs of the Kubernetes tree (the
+// bundle's and test/conformance's) to a release's module, and leaves
+// kubernix's own.
+func TestInModule(t *testing.T) {
+	for _, g := range goBinaries {
+		got := inModule(g, "bundle/releases/v1.35")
+		want := "bundle/releases/v1.35"
+		if g.Module == "." {
+			want = "."
+		}
+		if got.Module != want || got.Package != g.Package || got.Name != g.Name {
+			t.Errorf("inModule(%s) = %+v, want module %s", g.Name, got, want)
+		}
+		if inModule(g, "") != g {
+			t.Errorf("inModule(%s, \"\") changed it", g.Name)
+		}
+	}
+}

@@ -59,6 +59,7 @@ type options struct {
 	busybox string
 	k8sDir  string
 	refs    string
+	module  string
 	force   bool
 }
 
@@ -80,6 +81,7 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	fs.StringVar(&o.busybox, "busybox", images.BusyboxSource, "static busybox binary for the agnhost image (Debian package "+images.BusyboxPackage+")")
 	fs.StringVar(&o.k8sDir, "kubernetes-dir", "", "source tree of the pinned Kubernetes module (default: what go list -m k8s.io/kubernetes gives in ./bundle)")
 	fs.StringVar(&o.refs, "refs", "", "file of image references, one a line (e2e.test --list-images): also make each image of the set or the built-in ones whose repository one names under that reference")
+	fs.StringVar(&o.module, "module", "", "Go module the conformance set's Kubernetes programs (etcd, nonewprivs, sample-apiserver) are built in, e.g. a release's bundle/releases/v1.35 (default: bundle, and test/conformance for sample-apiserver)")
 	fs.BoolVar(&o.force, "force", false, "rebuild images that are up to date")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: mkimage [flags] [name...]\n  -set %s: %s\n  -set %s: %s\n",
@@ -114,7 +116,7 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 			return err
 		}
 	}
-	if err := prepare(ctx, selected, o.binDir, o.workDir); err != nil {
+	if err := prepare(ctx, selected, o.binDir, o.workDir, o.module); err != nil {
 		return err
 	}
 	for _, b := range selected {
@@ -201,7 +203,8 @@ func selectImages(all []images.Builtin, args []string) ([]images.Builtin, error)
 // its tag) is that of an image of set under another tag, that image made
 // under the reference, named <name>-<tag> (its tarball's name): the first
 // image of the repository named as its last element (agnhost, not
-// agnhost-prev, for .../agnhost), else the first of it; once per
+// agnhost-prev, for .../agnhost), else the first of it; a repository
+// upstream renamed (formerRepositories) counts as its new one; once per
 // reference, in the order of refs. A reference that does not parse is an
 // error; one an image of set has, or of another repository, is left out.
 func retag(set []images.Builtin, refs []string) ([]images.Builtin, error) {
@@ -216,13 +219,17 @@ func retag(set []images.Builtin, refs []string) ([]images.Builtin, error) {
 			continue
 		}
 		seen[tag.String()] = true
+		repo := tag.Context().String()
+		if now, ok := formerRepositories[repo]; ok {
+			repo = now
+		}
 		var match *images.Builtin
 		for i, b := range set {
 			have, err := b.Tag()
 			if err != nil {
 				return nil, err
 			}
-			if have.Context().String() != tag.Context().String() {
+			if have.Context().String() != repo {
 				continue
 			}
 			if match == nil || b.Name == path.Base(tag.RepositoryStr()) && match.Name != b.Name {
@@ -236,6 +243,16 @@ func retag(set []images.Builtin, refs []string) ([]images.Builtin, error) {
 		}
 	}
 	return out, nil
+}
+
+// formerRepositories maps a repository that an older release's specs
+// name to the one upstream renamed it to, whose image of the set retag
+// makes under the old references. Upstream's
+// test/utils/image/manifest.go of v1.36: "GlibcDnsTesting image
+// (formerly JessieDnsutils)"; v1.35's DNS specs run jessie-dnsutils:1.7
+// with the commands glibc-dns-testing has (a shell, dig, getent).
+var formerRepositories = map[string]string{
+	"registry.k8s.io/e2e-test-images/jessie-dnsutils": "registry.k8s.io/e2e-test-images/glibc-dns-testing",
 }
 
 func names(bs []images.Builtin) []string {

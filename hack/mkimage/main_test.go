@@ -127,13 +127,15 @@ func TestRetag(t *testing.T) {
 		{Name: "agnhost-prev", Ref: "registry.k8s.io/e2e-test-images/agnhost:2.55", Binary: "agnhost-prev", Path: "/agnhost"},
 		{Name: "agnhost", Ref: "registry.k8s.io/e2e-test-images/agnhost:2.66.1", Binary: "agnhost", Path: "/agnhost"},
 		{Name: "pause", Ref: "registry.k8s.io/pause:3.10.2", Binary: "pause", Path: "/pause"},
+		{Name: "glibc-dns-testing", Ref: "registry.k8s.io/e2e-test-images/glibc-dns-testing:2.1.1", Binary: "envsh", Path: "/bin/sh"},
 	}
 	got, err := retag(set, []string{
 		"registry.k8s.io/e2e-test-images/agnhost:2.63.0",
 		"registry.k8s.io/e2e-test-images/agnhost:2.63.0", // twice: once
 		"registry.k8s.io/e2e-test-images/agnhost:2.66.1", // has it
 		"registry.k8s.io/pause:3.10.1",
-		"registry.k8s.io/e2e-test-images/jessie-dnsutils:1.7", // no image of it
+		"registry.k8s.io/e2e-test-images/jessie-dnsutils:1.7", // renamed glibc-dns-testing
+		"registry.k8s.io/e2e-test-images/perl:5.26",           // no image of it
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -145,6 +147,7 @@ func TestRetag(t *testing.T) {
 	want := []string{
 		"agnhost-2.63.0 registry.k8s.io/e2e-test-images/agnhost:2.63.0 agnhost",
 		"pause-3.10.1 registry.k8s.io/pause:3.10.1 pause",
+		"glibc-dns-testing-1.7 registry.k8s.io/e2e-test-images/jessie-dnsutils:1.7 envsh",
 	}
 	if !slices.Equal(refs, want) {
 		t.Errorf("retag = %q, want %q", refs, want)
