@@ -60,8 +60,9 @@ func clusterRanges(inv state.Inventory, stateDir string) []network.HostUse {
 		if err != nil {
 			continue
 		}
+		ranges := other.Ranges()
 		for _, key := range config.RangeKeys {
-			if p, err := netip.ParsePrefix(other.Ranges()[key]); err == nil {
+			if p, err := netip.ParsePrefix(ranges[key]); err == nil {
 				uses = append(uses, network.HostUse{Prefix: p.Masked(), Desc: fmt.Sprintf("cluster %q (%s)", other.Name, d)})
 			}
 		}
