@@ -71,6 +71,15 @@ func problems(errs []error) error {
 // maxListed bounds the host addresses and routes one problem lists.
 const maxListed = 3
 
+// listed joins the first maxListed of descs with ", ", and says how many
+// more there are ("and 4 more").
+func listed(descs []string) string {
+	if len(descs) > maxListed {
+		descs = append(descs[:maxListed:maxListed], fmt.Sprintf("and %d more", len(descs)-maxListed))
+	}
+	return strings.Join(descs, ", ")
+}
+
 // rangeProblems returns one error per flag whose range overlaps an address
 // or route of the host that is not the cluster's own, naming each such
 // address or route and suggesting a free range (config.FreeRange).
@@ -124,11 +133,7 @@ func overlapProblems(cfg config.Config, n config.Network, uses []network.HostUse
 		if free, ok := config.FreeRange(sugBits, taken); ok {
 			advice = fmt.Sprintf("choose a free range, e.g. %s %s", sugFlag, free)
 		}
-		listed := hits[i]
-		if len(listed) > maxListed {
-			listed = append(listed[:maxListed:maxListed], fmt.Sprintf("and %d more", len(hits[i])-maxListed))
-		}
-		errs = append(errs, fmt.Errorf("%s %s%s overlaps %s on this host; %s", f.flag, f.p, where, strings.Join(listed, ", "), advice))
+		errs = append(errs, fmt.Errorf("%s %s%s overlaps %s on this host; %s", f.flag, f.p, where, listed(hits[i]), advice))
 	}
 	return errs
 }

@@ -6,7 +6,6 @@ import (
 	"net/netip"
 	"os"
 	"slices"
-	"strings"
 
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/network"
@@ -96,9 +95,6 @@ func movedRange(cfg config.Config, uses []network.HostUse) (config.Config, strin
 	if !ok {
 		return cfg, ""
 	}
-	if len(holders) > maxListed {
-		holders = append(holders[:maxListed:maxListed], fmt.Sprintf("and %d more", len(holders)-maxListed))
-	}
 	return cfg.WithCIDR(free), fmt.Sprintf("--cidr %s is in use by %s; using --cidr %s (recorded: this cluster keeps it)",
-		whole, strings.Join(holders, ", "), free)
+		whole, listed(holders), free)
 }

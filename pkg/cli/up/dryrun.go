@@ -24,7 +24,8 @@ func dryRun(ctx context.Context, env *common.Env, cfg config.Config) error {
 	if doctor.DetectMode() == doctor.ModeRootless {
 		mode = preflight.AsUser
 	}
-	pr, err := preflight.Prepare(ctx, cfg, preflight.PrepareOptions{Mode: mode, DryRun: true, Explicit: explicit(env)})
+	explicitKeys, _ := explicit(env) // runUp read the sources already
+	pr, err := preflight.Prepare(ctx, cfg, preflight.PrepareOptions{Mode: mode, DryRun: true, Explicit: explicitKeys})
 	if err != nil {
 		return err
 	}

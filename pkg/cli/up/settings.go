@@ -21,13 +21,11 @@ func upConfig(env *common.Env) (config.Config, error) {
 }
 
 // explicit are the toml keys of the settings one of up's sources set
-// (config.LoadExplicit); none when the sources cannot be read again.
-func explicit(env *common.Env) []string {
+// (config.LoadExplicit); none, and false, when the sources cannot be read
+// again.
+func explicit(env *common.Env) ([]string, bool) {
 	_, keys, err := config.LoadExplicit(env.Flags, env.Environ)
-	if err != nil {
-		return nil
-	}
-	return keys
+	return keys, err == nil
 }
 
 // chosenRanges are the address ranges of cfg (the prepared config) that
@@ -71,8 +69,8 @@ func rangeFlags(ranges map[string]string) map[string]string {
 // (the ranges up chose count as set); nil (nothing written) when the
 // sources cannot be read again.
 func asked(env *common.Env, cfg config.Config) []byte {
-	_, keys, err := config.LoadExplicit(env.Flags, env.Environ)
-	if err != nil {
+	keys, ok := explicit(env)
+	if !ok {
 		return nil
 	}
 	for _, key := range slices.Sorted(maps.Keys(chosenRanges(env, cfg))) {

@@ -143,7 +143,7 @@ func runUp(ctx context.Context, env *common.Env, f *flags, notify *notifier) err
 	}
 	// Every check, read-only, before the lock (which makes the state
 	// dir): bad input leaves nothing behind.
-	pl, err := prepare(ctx, env, cfg, preflight.PrepareOptions{Mode: mode, Explicit: explicit(env)})
+	pl, err := prepare(ctx, env, cfg, preflight.PrepareOptions{Mode: mode})
 	if err != nil {
 		return err
 	}
@@ -164,10 +164,12 @@ func runUp(ctx context.Context, env *common.Env, f *flags, notify *notifier) err
 	return supervise(ctx, env, pl.Cfg, f, pl, notify)
 }
 
-// prepare is preflight.Prepare for up: it prints what Prepare chose and the
+// prepare is preflight.Prepare for up, told which settings the sources
+// set (opts.Explicit: Prepare chooses none of them): it prints what Prepare chose and the
 // doctor's failures to the error stream, and the changes up applies to
 // the output, and returns the checked plan.
 func prepare(ctx context.Context, env *common.Env, cfg config.Config, opts preflight.PrepareOptions) (*plan.Plan, error) {
+	opts.Explicit, _ = explicit(env) // upConfig read the sources already
 	pr, err := preflight.Prepare(ctx, cfg, opts)
 	if pr == nil {
 		return nil, err
