@@ -86,7 +86,9 @@ func TestOlderRelease(t *testing.T) {
 		e.wantRelease(ctx, t, newer, nodes)
 		e.wantShownRelease(ctx, t, newer, "running")
 		e.wantViewed(ctx, t, newer)
-		e.mustKubectl(ctx, "wait", "--for=condition=Available", "deployment/netexec", "--timeout=180s")
+		// Available holds once 5 of 6 are (maxUnavailable 25%): wait for
+		// all 6, then check.
+		_, _ = e.kubectl(ctx, "wait", "--for=jsonpath={.status.readyReplicas}=6", "deployment/netexec", "--timeout=180s")
 		if got := strings.TrimSpace(e.mustKubectl(ctx, "get", "deployment", "netexec", "-o", "jsonpath={.status.readyReplicas}")); got != "6" {
 			t.Errorf("netexec has %s ready replicas after the upgrade, want 6", got)
 		}
