@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -124,6 +126,15 @@ func isTransient(err error) bool {
 		apierrors.IsServerTimeout(err) || apierrors.IsTimeout(err) || apierrors.IsUnexpectedServerError(err)
 }
 
+// specPodCIDRs are n's pod CIDRs: spec.podCIDRs, or spec.podCIDR alone
+// (the apiserver fills both; a Node of another source may not).
+func specPodCIDRs(n *corev1.Node) []string {
+	if len(n.Spec.PodCIDRs) == 0 && n.Spec.PodCIDR != "" {
+		return []string{n.Spec.PodCIDR}
+	}
+	return n.Spec.PodCIDRs
+}
+
 // registerNode creates the Node object with its pod CIDR before the kubelet
 // starts (the kubelet adopts it), so each node's pod CIDR is the one
 // kubernix routed and rendered into its CNI config; the controller-manager's
@@ -135,9 +146,13 @@ func isTransient(err error) bool {
 // which kubernix, as the cluster's admin, may.
 func (c *Cluster) registerNode(ctx context.Context, nd *node.Node) error {
 	spec := c.Plan.Cfg.NodeSpec(nd.Index)
+	var podCIDRs []string
+	for _, p := range nd.PodCIDRs {
+		podCIDRs = append(podCIDRs, p.String())
+	}
 	n := &corev1.Node{
 		ObjectMeta: metav1.ObjectMeta{Name: nd.Name},
-		Spec:       corev1.NodeSpec{PodCIDR: nd.PodCIDR.String(), PodCIDRs: []string{nd.PodCIDR.String()}},
+		Spec:       corev1.NodeSpec{PodCIDR: nd.PodCIDRs[0].String(), PodCIDRs: podCIDRs},
 	}
 	applyNodeSpec(n, spec.Labels, plan.NodeTaints(spec))
 	n.Labels["kubernetes.io/hostname"] = nd.Name
@@ -146,10 +161,10 @@ func (c *Cluster) registerNode(ctx context.Context, nd *node.Node) error {
 	if err == nil {
 		// The addresses the kubelet will post (its --node-ip and
 		// hostname), now: kube-proxy waits for them, polling each second.
-		created.Status.Addresses = []corev1.NodeAddress{
-			{Type: corev1.NodeInternalIP, Address: nd.IP.String()},
-			{Type: corev1.NodeHostName, Address: nd.Name},
+		for _, ip := range nd.IPs {
+			created.Status.Addresses = append(created.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeInternalIP, Address: ip.String()})
 		}
+		created.Status.Addresses = append(created.Status.Addresses, corev1.NodeAddress{Type: corev1.NodeHostName, Address: nd.Name})
 		if _, err := c.client.CoreV1().Nodes().UpdateStatus(ctx, created, metav1.UpdateOptions{FieldManager: "kubernix"}); err != nil {
 			c.Log.Debug("node addresses not set", "node", nd.Name, "err", err)
 		}
@@ -164,8 +179,8 @@ func (c *Cluster) registerNode(ctx context.Context, nd *node.Node) error {
 		if existing, err = c.client.CoreV1().Nodes().Get(ctx, nd.Name, metav1.GetOptions{}); err != nil {
 			return err
 		}
-		if existing.Spec.PodCIDR != "" && existing.Spec.PodCIDR != nd.PodCIDR.String() {
-			return fmt.Errorf("node %s has pod CIDR %s, want %s: delete the node or the cluster's state", nd.Name, existing.Spec.PodCIDR, nd.PodCIDR)
+		if have := specPodCIDRs(existing); len(have) > 0 && !slices.Equal(have, podCIDRs) {
+			return fmt.Errorf("node %s has pod CIDRs %s, want %s: delete the node or the cluster's state", nd.Name, strings.Join(have, ","), strings.Join(podCIDRs, ","))
 		}
 		if !applyNodeSpec(existing, spec.Labels, plan.NodeTaints(spec)) {
 			return nil

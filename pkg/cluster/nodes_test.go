@@ -50,7 +50,7 @@ func TestRegisterNode(t *testing.T) {
 		},
 		{name: "stale ready", existing: readyNode(nd.PodCIDR.String(), corev1.ConditionTrue), wantReady: corev1.ConditionUnknown},
 		{name: "not ready stays", existing: readyNode(nd.PodCIDR.String(), corev1.ConditionFalse), wantReady: corev1.ConditionFalse},
-		{name: "other pod CIDR", existing: readyNode("10.99.0.0/24", corev1.ConditionTrue), wantErr: "has pod CIDR 10.99.0.0/24"},
+		{name: "other pod CIDR", existing: readyNode("10.99.0.0/24", corev1.ConditionTrue), wantErr: "has pod CIDRs 10.99.0.0/24"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -1,6 +1,7 @@
 package components
 
 import (
+	"net/netip"
 	"strings"
 
 	cliflag "k8s.io/component-base/cli/flag"
@@ -60,4 +61,24 @@ func MapArgs(flag string, m map[string]string) []string {
 		return nil
 	}
 	return []string{"--" + flag + "=" + cliflag.NewMapStringString(&m).String()}
+}
+
+// JoinPrefixes renders prefixes as a dual-stack flag value takes them:
+// comma-separated, in order ("10.10.16.0/20,fd00:1::/112").
+func JoinPrefixes(prefixes []netip.Prefix) string {
+	s := make([]string, len(prefixes))
+	for i, p := range prefixes {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ",")
+}
+
+// JoinAddrs renders addrs comma-separated, in order, as kubelet
+// --node-ip takes them.
+func JoinAddrs(addrs []netip.Addr) string {
+	s := make([]string, len(addrs))
+	for i, a := range addrs {
+		s[i] = a.String()
+	}
+	return strings.Join(s, ",")
 }

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"math/big"
 	"net/netip"
@@ -49,11 +50,91 @@ func Overlaps(a, b netip.Prefix) bool { return a.Overlaps(b) }
 // Network is the parsed, resolved address plan of a cluster. Build it with
 // Config.Network after Resolve and Validate.
 type Network struct {
+	// Family is the cluster's IP family (Config.IPFamily): IPFamilyIPv4,
+	// IPFamilyIPv6 or IPFamilyDual.
+	Family string
+	// Node, Service, Cluster and LoadBalancer are the IPv4 node network,
+	// service CIDR, pod range and LoadBalancer pool. The node network is
+	// used in every family; the other three only when Family has IPv4.
 	Node, Service, Cluster netip.Prefix
 	// LoadBalancer is the pool of LoadBalancer Service IPs.
 	LoadBalancer netip.Prefix
 	// NodeMaskSize is the prefix length of each node's pod CIDR.
 	NodeMaskSize int
+	// Whole6 is the IPv6 range (Config.CIDR6) the IPv6 ranges below are
+	// carved from (see Config.Network); all are the zero Prefix when
+	// Family has no IPv6.
+	Whole6 netip.Prefix
+	// Node6 is the IPv6 node network: Whole6's first /64.
+	Node6 netip.Prefix
+	// Service6 is the IPv6 service CIDR: the first /112 of Whole6's
+	// second /64 (kube-apiserver takes IPv6 service ranges of /108 or
+	// smaller).
+	Service6 netip.Prefix
+	// LoadBalancer6 is the IPv6 LoadBalancer pool: the first /112 of
+	// Whole6's third /64.
+	LoadBalancer6 netip.Prefix
+	// Cluster6 is the IPv6 pod range: Whole6's upper half.
+	Cluster6 netip.Prefix
+	// NodeMaskSize6 is the prefix length of each node's IPv6 pod CIDR:
+	// NodeMaskSize6Default.
+	NodeMaskSize6 int
+}
+
+// NodeMaskSize6Default is the prefix length of each node's IPv6 pod CIDR,
+// kube-controller-manager's --node-cidr-mask-size-ipv6 default.
+const NodeMaskSize6Default = 64
+
+// ULARange is the IPv6 unique local address range (RFC 4193) a cluster's
+// IPv6 range must lie in: like the IPv4 PrivateRanges, no internet host
+// uses it.
+var ULARange = netip.MustParsePrefix("fc00::/7")
+
+// DefaultCIDR6 is the IPv6 range of a cluster named name that sets none:
+// a /48 of fd00::/8 whose 40-bit global ID (RFC 4193 section 3.2) is the
+// first 5 bytes of the SHA-256 of the name, so clusters of different
+// names get different ranges and a cluster keeps its range across runs.
+func DefaultCIDR6(name string) netip.Prefix {
+	sum := sha256.Sum256([]byte("kubernix/" + name))
+	var a [16]byte
+	a[0] = 0xfd
+	copy(a[1:6], sum[:5])
+	return netip.PrefixFrom(netip.AddrFrom16(a), 48)
+}
+
+// HasIPv4 reports whether a cluster of family has IPv4 pods and Services.
+func HasIPv4(family string) bool { return family != IPFamilyIPv6 }
+
+// HasIPv6 reports whether a cluster of family has IPv6 pods and Services.
+func HasIPv6(family string) bool { return family == IPFamilyIPv6 || family == IPFamilyDual }
+
+// resolveCIDR6 sets CIDR6 to DefaultCIDR6 when the family has IPv6 and
+// none is set.
+func (c *Config) resolveCIDR6() {
+	if c.CIDR6 == "" && HasIPv6(c.IPFamily) && c.Name != "" {
+		c.CIDR6 = DefaultCIDR6(c.Name).String()
+	}
+}
+
+// split6 carves the IPv6 ranges of n from whole, a masked IPv6 prefix of
+// /32 to /56 (Validate checks it).
+func (n *Network) split6(whole netip.Prefix) error {
+	var err error
+	n.Whole6 = whole
+	n.NodeMaskSize6 = NodeMaskSize6Default
+	if n.Node6, err = Subnet(whole, 64, 0); err != nil {
+		return fmt.Errorf("IPv6 node network: %w", err)
+	}
+	for i, p := range []*netip.Prefix{&n.Service6, &n.LoadBalancer6} {
+		if *p, err = Subnet(whole, 64, i+1); err != nil {
+			return fmt.Errorf("IPv6 ranges: %w", err)
+		}
+		*p = netip.PrefixFrom(p.Addr(), 112)
+	}
+	if n.Cluster6, err = Subnet(whole, whole.Bits()+1, 1); err != nil {
+		return fmt.Errorf("IPv6 pod range: %w", err)
+	}
+	return nil
 }
 
 // Network parses the node, service, cluster and LoadBalancer CIDRs. It errors if any is
@@ -76,7 +157,18 @@ func (c *Config) Network() (Network, error) {
 	n.Node, n.Service, n.Cluster = n.Node.Masked(), n.Service.Masked(), n.Cluster.Masked()
 	n.LoadBalancer = n.LoadBalancer.Masked()
 	n.NodeMaskSize = c.NodeCIDRMaskSize
-	return n, nil
+	n.Family = c.IPFamily
+	if n.Family == "" {
+		n.Family = IPFamilyIPv4
+	}
+	if !HasIPv6(n.Family) {
+		return n, nil
+	}
+	whole6, err := netip.ParsePrefix(c.CIDR6)
+	if err != nil || !whole6.Addr().Is6() || whole6.Addr().Is4In6() || whole6.Bits() < 32 || whole6.Bits() > 56 {
+		return n, fmt.Errorf("IPv6 range %q: not an IPv6 prefix of /32 to /56", c.CIDR6)
+	}
+	return n, n.split6(whole6.Masked())
 }
 
 // BridgeIP is the host side of the cluster bridge: the node network's first
@@ -93,17 +185,70 @@ func (n Network) NodeIP(i int) (netip.Addr, error) { return NthAddr(n.Node, i+2)
 func (n Network) PodCIDR(i int) (netip.Prefix, error) { return Subnet(n.Cluster, n.NodeMaskSize, i) }
 
 // KubernetesServiceIP is the ClusterIP of the default/kubernetes Service:
-// the service CIDR's first host address, as the apiserver allocates it.
+// the primary service CIDR's first host address, as the apiserver allocates it.
 func (n Network) KubernetesServiceIP() netip.Addr {
-	a, _ := NthAddr(n.Service, 1)
+	a, _ := NthAddr(n.ServiceCIDRs()[0], 1)
 	return a
 }
 
-// DNSServiceIP is the ClusterIP kubernix gives CoreDNS: the service CIDR's
-// tenth host address (kubeadm's convention).
+// DNSServiceIP is the ClusterIP kubernix gives CoreDNS: the primary
+// service CIDR's tenth host address (kubeadm's convention).
 func (n Network) DNSServiceIP() netip.Addr {
-	a, _ := NthAddr(n.Service, 10)
+	a, _ := NthAddr(n.ServiceCIDRs()[0], 10)
 	return a
+}
+
+// BridgeIP6 is the host's IPv6 address on the cluster bridge: Node6's
+// first host address; the zero Addr without IPv6.
+func (n Network) BridgeIP6() netip.Addr {
+	if !n.Node6.IsValid() {
+		return netip.Addr{}
+	}
+	a, _ := NthAddr(n.Node6, 1)
+	return a
+}
+
+// NodeIP6 is the IPv6 address of node i (from 0): Node6's host address
+// i+2; the zero Addr without IPv6.
+func (n Network) NodeIP6(i int) (netip.Addr, error) {
+	if !n.Node6.IsValid() {
+		return netip.Addr{}, nil
+	}
+	return NthAddr(n.Node6, i+2)
+}
+
+// PodCIDR6 is the IPv6 pod CIDR of node i: the i-th /NodeMaskSize6 subnet
+// of Cluster6; the zero Prefix without IPv6.
+func (n Network) PodCIDR6(i int) (netip.Prefix, error) {
+	if !n.Cluster6.IsValid() {
+		return netip.Prefix{}, nil
+	}
+	return Subnet(n.Cluster6, n.NodeMaskSize6, i)
+}
+
+// ServiceCIDRs are the cluster's service CIDRs, primary family first
+// (kube-apiserver --service-cluster-ip-range): one per family.
+func (n Network) ServiceCIDRs() []netip.Prefix { return n.byFamily(n.Service, n.Service6) }
+
+// ClusterCIDRs are the cluster's pod ranges, primary family first
+// (kube-controller-manager and kube-proxy --cluster-cidr).
+func (n Network) ClusterCIDRs() []netip.Prefix { return n.byFamily(n.Cluster, n.Cluster6) }
+
+// LoadBalancerCIDRs are the cluster's LoadBalancer pools, primary
+// family first.
+func (n Network) LoadBalancerCIDRs() []netip.Prefix {
+	return n.byFamily(n.LoadBalancer, n.LoadBalancer6)
+}
+
+// byFamily returns v4 and v6 as Family has them: [v4], [v6] or [v4, v6].
+func (n Network) byFamily(v4, v6 netip.Prefix) []netip.Prefix {
+	switch n.Family {
+	case IPFamilyIPv6:
+		return []netip.Prefix{v6}
+	case IPFamilyDual:
+		return []netip.Prefix{v4, v6}
+	}
+	return []netip.Prefix{v4}
 }
 
 // MaxNodes is how many nodes the plan has room for: the lesser of the pod

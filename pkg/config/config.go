@@ -43,6 +43,15 @@ const (
 	MaxNodes = 50
 )
 
+// IP families accepted by Config.IPFamily (kind's networking.ipFamily).
+const (
+	IPFamilyIPv4 = "ipv4"
+	IPFamilyIPv6 = "ipv6"
+	// IPFamilyDual is dual-stack with IPv4 as the primary family: the
+	// first of each pair of ranges, node addresses and pod IPs.
+	IPFamilyDual = "dual"
+)
+
 // Config is the effective configuration of one cluster. The zero value is
 // not useful: start from Default and call Resolve once every source is
 // applied. The toml tags are the keys of the --config file; each key K is
@@ -89,6 +98,18 @@ type Config struct {
 	// NodeCIDR, ServiceCIDR and ClusterCIDR. The host routes it into the
 	// cluster like the service CIDR.
 	LoadBalancerCIDR string `toml:"loadbalancer_cidr" flag:"loadbalancer-cidr" usage:"pool of LoadBalancer Service IPs, inside --cidr (default: third /20 of --cidr)"`
+	// IPFamily is the cluster's IP family: IPFamilyIPv4, IPFamilyIPv6 or
+	// IPFamilyDual (IPv4 first). It decides the families of pods,
+	// Services, node addresses and LoadBalancer IPs; the node network
+	// keeps its IPv4 addresses in every family (the control plane's etcd
+	// and the nodes' link to the host use them).
+	IPFamily string `toml:"ip_family" flag:"ip-family" usage:"IP family of pods, Services and nodes: ipv4, ipv6 or dual (IPv4 and IPv6, IPv4 first)"`
+	// CIDR6 is the cluster's IPv6 range, a unique local (fc00::/7) prefix
+	// of /32 to /56, from which the IPv6 node network, service CIDR, pod
+	// CIDR and LoadBalancer pool are carved (see Resolve). Empty means
+	// DefaultCIDR6(Name) when IPFamily has IPv6; it must stay empty for an
+	// IPv4 cluster.
+	CIDR6 string `toml:"cidr6,omitempty" flag:"cidr6" usage:"IPv6 unique local range (fc00::/7, /32 to /56) the IPv6 node network, service CIDR, pod CIDRs and LoadBalancer pool are carved from (default: a /48 derived from the cluster name)"`
 	// NodeCIDRMaskSize is the prefix length of each node's pod CIDR (kube-controller-manager --node-cidr-mask-size).
 	NodeCIDRMaskSize int `toml:"node_cidr_mask_size" flag:"node-cidr-mask-size" usage:"prefix length of each node's pod CIDR"`
 	// APIServerPort is the kube-apiserver's secure port (TCP).
@@ -156,6 +177,7 @@ func Default() Config {
 		Name:             DefaultName,
 		Nodes:            1,
 		CIDR:             DefaultCIDR,
+		IPFamily:         IPFamilyIPv4,
 		NodeCIDRMaskSize: DefaultNodeCIDRMaskSize,
 		APIServerPort:    DefaultAPIServerPort,
 		RegistryPort:     DefaultRegistryPort,
@@ -200,6 +222,7 @@ func (c *Config) Resolve() {
 	if c.Shell == "" {
 		c.Shell = os.Getenv("SHELL")
 	}
+	c.resolveCIDR6()
 	whole, err := netip.ParsePrefix(c.CIDR)
 	if err != nil || !whole.Addr().Is4() || whole.Bits() > 20 {
 		return

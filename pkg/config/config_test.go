@@ -2,6 +2,7 @@ package config
 
 import (
 	"errors"
+	"fmt"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -124,6 +125,70 @@ func TestNetworkAddresses(t *testing.T) {
 	}
 	if _, err := n.NodeIP(300); err == nil {
 		t.Error("NodeIP(300) in a /24: want an error")
+	}
+}
+
+// TestNetworkIPv6 checks the IPv6 split of a --cidr6 and the ranges and
+// addresses of each family, primary first.
+func TestNetworkIPv6(t *testing.T) {
+	for _, tt := range []struct {
+		family, cidr6                                     string
+		node6, svc6, lb6, pods6, bridge6, node1, podCIDR1 string
+		services, clusters, pools, dns                    string
+	}{
+		{IPFamilyDual, "fd12:3456:789a::/48", "fd12:3456:789a::/64", "fd12:3456:789a:1::/112", "fd12:3456:789a:2::/112",
+			"fd12:3456:789a:8000::/49", "fd12:3456:789a::1", "fd12:3456:789a::3", "fd12:3456:789a:8001::/64",
+			"[10.10.16.0/20 fd12:3456:789a:1::/112]", "[10.10.128.0/17 fd12:3456:789a:8000::/49]", "[10.10.32.0/20 fd12:3456:789a:2::/112]", "10.10.16.10"},
+		{IPFamilyIPv6, "fd00:1:2:3400::/56", "fd00:1:2:3400::/64", "fd00:1:2:3401::/112", "fd00:1:2:3402::/112",
+			"fd00:1:2:3480::/57", "fd00:1:2:3400::1", "fd00:1:2:3400::3", "fd00:1:2:3481::/64",
+			"[fd00:1:2:3401::/112]", "[fd00:1:2:3480::/57]", "[fd00:1:2:3402::/112]", "fd00:1:2:3401::a"},
+		{IPFamilyIPv4, "", "invalid Prefix", "invalid Prefix", "invalid Prefix", "invalid Prefix", "invalid IP", "invalid IP", "invalid Prefix",
+			"[10.10.16.0/20]", "[10.10.128.0/17]", "[10.10.32.0/20]", "10.10.16.10"},
+	} {
+		t.Run(tt.family, func(t *testing.T) {
+			c := Default()
+			c.StateDir, c.IPFamily, c.CIDR6 = t.TempDir(), tt.family, tt.cidr6
+			c.Resolve()
+			if err := c.Validate(); err != nil {
+				t.Fatal(err)
+			}
+			n, err := c.Network()
+			if err != nil {
+				t.Fatal(err)
+			}
+			node1, err1 := n.NodeIP6(1)
+			pods1, err2 := n.PodCIDR6(1)
+			if err1 != nil || err2 != nil {
+				t.Fatal(err1, err2)
+			}
+			got := []string{n.Node6.String(), n.Service6.String(), n.LoadBalancer6.String(), n.Cluster6.String(), n.BridgeIP6().String(),
+				node1.String(), pods1.String(), fmt.Sprint(n.ServiceCIDRs()), fmt.Sprint(n.ClusterCIDRs()), fmt.Sprint(n.LoadBalancerCIDRs()),
+				n.DNSServiceIP().String()}
+			want := []string{tt.node6, tt.svc6, tt.lb6, tt.pods6, tt.bridge6, tt.node1, tt.podCIDR1, tt.services, tt.clusters, tt.pools, tt.dns}
+			if !slices.Equal(got, want) {
+				t.Errorf("got  %q\nwant %q", got, want)
+			}
+		})
+	}
+}
+
+// TestDefaultCIDR6 checks the range a cluster without --cidr6 gets: a
+// unique local /48 of its name, the same each time, another per name.
+func TestDefaultCIDR6(t *testing.T) {
+	a, b := DefaultCIDR6("kubernix"), DefaultCIDR6("other")
+	if a != DefaultCIDR6("kubernix") || a == b {
+		t.Errorf("DefaultCIDR6: %s and %s", a, b)
+	}
+	for _, p := range []netip.Prefix{a, b} {
+		if p.Bits() != 48 || !netip.MustParsePrefix("fd00::/8").Contains(p.Addr()) || p != p.Masked() {
+			t.Errorf("DefaultCIDR6 = %s: want a masked /48 of fd00::/8", p)
+		}
+	}
+	c := Default()
+	c.Name, c.StateDir, c.IPFamily = "kubernix", t.TempDir(), IPFamilyDual
+	c.Resolve()
+	if c.CIDR6 != a.String() {
+		t.Errorf("Resolve: cidr6 = %q, want %s", c.CIDR6, a)
 	}
 }
 
@@ -310,7 +375,19 @@ func TestValidate(t *testing.T) {
 		{"bad prefix", []string{"--cluster-cidr", "10.0.0.0/33"}, []string{"--cluster-cidr \"10.0.0.0/33\": not a CIDR"}},
 		{"overlap", []string{"--service-cidr", "10.10.128.0/20"}, []string{"--service-cidr 10.10.128.0/20 and --cluster-cidr 10.10.128.0/17 overlap"}},
 		{"host bits", []string{"--service-cidr", "10.10.16.5/20"}, []string{"host bits set"}},
-		{"ipv6", []string{"--cluster-cidr", "fd00::/48"}, []string{"only IPv4"}},
+		{"ipv6 in an IPv4 flag", []string{"--cluster-cidr", "fd00::/48"}, []string{"--cluster-cidr \"fd00::/48\": only IPv4", "for IPv6 use --ip-family dual (or ipv6) and --cidr6"}},
+		{"dual", []string{"--ip-family", "dual"}, nil},
+		{"ipv6 with a range", []string{"--ip-family", "ipv6", "--cidr6", "fd12:3456:789a::/48"}, nil},
+		{"bad family", []string{"--ip-family", "v6"}, []string{`--ip-family "v6": must be ipv4, ipv6 or dual`}},
+		{"cidr6 of an IPv4 cluster", []string{"--cidr6", "fd12::/48"}, []string{"--cidr6 fd12::/48: an IPv4 cluster has no IPv6 range; add --ip-family dual"}},
+		{"cidr6 not ULA", []string{"--ip-family", "dual", "--cidr6", "2001:db8::/48"}, []string{"--cidr6 2001:db8::/48: not a unique local range", "inside fc00::/7"}},
+		{"cidr6 link-local", []string{"--ip-family", "dual", "--cidr6", "fe80::/48"}, []string{"--cidr6 fe80::/48: not a unique local range"}},
+		{"cidr6 too small", []string{"--ip-family", "dual", "--cidr6", "fd12:3456:789a::/64"}, []string{"--cidr6 fd12:3456:789a::/64: must be /32 to /56"}},
+		{"cidr6 too large", []string{"--ip-family", "dual", "--cidr6", "fd00::/8"}, []string{"--cidr6 fd00::/8: must be /32 to /56"}},
+		{"cidr6 host bits", []string{"--ip-family", "dual", "--cidr6", "fd12::1/48"}, []string{"host bits set; did you mean fd12::/48?"}},
+		{"cidr6 IPv4", []string{"--ip-family", "dual", "--cidr6", "10.0.0.0/16"}, []string{"not an IPv6 range"}},
+		{"cidr6 not a CIDR", []string{"--ip-family", "dual", "--cidr6", "fd12::"}, []string{`--cidr6 "fd12::": not a CIDR`}},
+		{"ipv6 process executor", []string{"--ip-family", "dual", "--executor", "process"}, []string{"--ip-family dual: needs --executor container"}},
 		{"small cidr", []string{"--cidr", "10.10.0.0/24"}, []string{"--cidr 10.10.0.0/24", "--node-cidr: missing"}},
 		{"bad name", []string{"--name", "Not_A_Label"}, []string{"--name \"Not_A_Label\""}},
 		{"bad executor", []string{"--executor", "vm"}, []string{"--executor \"vm\""}},

@@ -127,6 +127,7 @@ func (c *Config) validateNetwork() []error {
 		add("--cidr %s: %s, e.g. the default %s", whole, notPrivate(), DefaultCIDR)
 	}
 	c.validateSubnets(add, whole, wholeOK)
+	c.validateIPv6(add)
 	if len(errs) == 0 {
 		n, _ := c.Network()
 		if c.Nodes > n.MaxNodes() && c.Nodes <= MaxNodes {
@@ -134,6 +135,44 @@ func (c *Config) validateNetwork() []error {
 		}
 	}
 	return errs
+}
+
+// validateIPv6 checks --ip-family and --cidr6: a unique local prefix of
+// /32 to /56, set only for a family with IPv6.
+func (c *Config) validateIPv6(add func(format string, args ...any)) {
+	switch c.IPFamily {
+	case IPFamilyIPv4, IPFamilyIPv6, IPFamilyDual:
+	default:
+		add("--ip-family %q: must be %s, %s or %s", c.IPFamily, IPFamilyIPv4, IPFamilyIPv6, IPFamilyDual)
+		return
+	}
+	if _, err := os.Stat("/proc/sys/net/ipv6"); HasIPv6(c.IPFamily) && errors.Is(err, os.ErrNotExist) {
+		add("--ip-family %s: this host's kernel runs without IPv6 (booted with ipv6.disable=1, or built without it); use --ip-family ipv4", c.IPFamily)
+	}
+	if HasIPv6(c.IPFamily) && c.Executor == ExecutorProcess {
+		add("--ip-family %s: needs --executor container (a node in the host's namespaces would make the host forward IPv6, which kubernix never does)", c.IPFamily)
+	}
+	if !HasIPv6(c.IPFamily) {
+		if c.CIDR6 != "" {
+			add("--cidr6 %s: an IPv4 cluster has no IPv6 range; add --ip-family dual (or ipv6), or leave --cidr6 unset", c.CIDR6)
+		}
+		return
+	}
+	p, err := netip.ParsePrefix(c.CIDR6)
+	switch {
+	case c.CIDR6 == "":
+		add("--cidr6: missing (leave --name set to derive it, or give a unique local range such as %s)", DefaultCIDR6(DefaultName))
+	case err != nil:
+		add("--cidr6 %q: not a CIDR: %v", c.CIDR6, err)
+	case !p.Addr().Is6() || p.Addr().Is4In6():
+		add("--cidr6 %q: not an IPv6 range; the IPv4 range is --cidr", c.CIDR6)
+	case p != p.Masked():
+		add("--cidr6 %q: host bits set; did you mean %s?", c.CIDR6, p.Masked())
+	case p.Bits() < ULARange.Bits() || !ULARange.Contains(p.Addr()):
+		add("--cidr6 %s: not a unique local range: this host would route it into the cluster, away from the real hosts of those addresses; use a range inside %s, e.g. %s", p, ULARange, DefaultCIDR6(c.Name))
+	case p.Bits() < 32 || p.Bits() > 56:
+		add("--cidr6 %s: must be /32 to /56, to hold a /64 node network, the service and LoadBalancer /112s and a /64 pod CIDR per node", p)
+	}
 }
 
 // notPrivate explains why a range outside PrivateRanges is refused.
@@ -151,7 +190,7 @@ func parseCIDRFlag(add func(format string, args ...any), flag, value string) (ne
 	case err != nil:
 		add("--%s %q: not a CIDR: %v", flag, value, err)
 	case !p.Addr().Is4():
-		add("--%s %q: only IPv4 is supported", flag, value)
+		add("--%s %q: only IPv4 is supported here; for IPv6 use --ip-family dual (or ipv6) and --cidr6", flag, value)
 	case p != p.Masked():
 		add("--%s %q: host bits set; did you mean %s?", flag, value, p.Masked())
 	default:

@@ -1,11 +1,25 @@
 // Package loadbalancer gives a kubernix cluster's LoadBalancer Services
 // their IPs: a cloudprovider.Interface (k8s.io/cloud-provider) whose only
-// part is a LoadBalancer that hands out addresses of the cluster's pool
-// (config.Config.LoadBalancerCIDR), run by the upstream service
-// controller (k8s.io/cloud-provider/controllers/service), as
-// cloud-provider-kind does. The address goes into the Service's
-// status.loadBalancer.ingress; kube-proxy then serves it on every node,
-// and the host routes the pool to node 0 (pkg/network).
+// part is a LoadBalancer that hands out addresses of the cluster's pools
+// (config.Network.LoadBalancer and LoadBalancer6), run by the upstream
+// service controller (k8s.io/cloud-provider/controllers/service), as
+// cloud-provider-kind does. The addresses go into the Service's
+// status.loadBalancer.ingress; kube-proxy then serves them on every node,
+// and the host routes the pools to node 0 (pkg/network).
+//
+// Dual-stack: the controller has one pool per IP family, one or two. A
+// Service gets one address per family of its spec.ipFamilies (set by the
+// apiserver; where empty, the pools' families as the apiserver defaults
+// them), in that order, each from the pool of that family; its deprecated
+// spec.loadBalancerIP asks for the address of its own family. A family
+// without a pool is an error (ErrNoPool) for a SingleStack or
+// RequireDualStack Service; a PreferDualStack Service gets its other
+// family's address and a Warning Event. An IPv4 pool never hands out its
+// network and broadcast addresses; an IPv6 pool, having no broadcast
+// address, only never hands out its network address (::0 of the prefix,
+// the subnet-router anycast address). In a rootless cluster only IPv4
+// addresses are published on the host (Publisher): rootless IPv6 is not
+// supported yet.
 package loadbalancer
 
 import (
@@ -13,6 +27,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"slices"
 	"strings"
 	"sync"
 
@@ -70,17 +85,20 @@ func (p *Provider) ProviderName() string { return ProviderName }
 func (p *Provider) HasClusterID() bool { return false }
 
 // Pool is a cloudprovider.LoadBalancer that gives each LoadBalancer
-// Service one IPv4 address of a prefix: the one it asked for
-// (spec.loadBalancerIP) or already has in its status, else the lowest
-// free one. The Services' statuses are the record: after a restart each
-// Service keeps the address its status shows, and a new one gets none of
-// those. Deleting the Service (or changing its type) frees its address
-// for the next. Safe for concurrent use.
+// Service one address per IP family it has, from the pool of that family
+// (see the package doc): the one it asked for (spec.loadBalancerIP), else
+// the one it already has in its status, else the lowest free one. The
+// Services' statuses are the record: after a restart each Service keeps
+// the addresses its status shows, and a new one gets none of those.
+// Deleting the Service (or changing its type) frees its addresses for the
+// next. Safe for concurrent use.
 type Pool struct {
-	prefix   netip.Prefix
+	// prefixes are the pools, one per IP family, primary first.
+	prefixes []netip.Prefix
 	services corelisters.ServiceLister
-	// publish, if set, also publishes each address's ports (rootless:
-	// on the host's loopback); events reports where, on the Service.
+	// publish, if set, also publishes each IPv4 address's ports
+	// (rootless: on the host's loopback); events, if set, reports where,
+	// and missing pools, on the Service.
 	publish Publisher
 	events  record.EventRecorder
 
@@ -88,40 +106,49 @@ type Pool struct {
 	// byUID are the addresses this process handed out or confirmed, by
 	// Service UID: they count as taken before the Services' statuses (in
 	// services, a cache) show them.
-	byUID map[types.UID]netip.Addr
+	byUID map[types.UID][]netip.Addr
 }
 
-// NewPool returns the pool of prefix (IPv4, /30 or larger: its network
-// and broadcast addresses are never handed out), reading the other
-// Services' addresses from services.
-func NewPool(prefix netip.Prefix, services corelisters.ServiceLister) (*Pool, error) {
-	prefix = prefix.Masked()
-	if !prefix.Addr().Is4() || prefix.Bits() > 30 {
-		return nil, fmt.Errorf("LoadBalancer pool %s: must be an IPv4 prefix of /30 or larger", prefix)
+// NewPool returns the pool of prefixes, one or two, primary family first
+// (ValidatePools: an IPv4 prefix of /30 or larger, whose network and
+// broadcast addresses are never handed out, and an IPv6 prefix of /64 to
+// /126, whose network address is never handed out), reading the other
+// Services' addresses from services. It errors when ValidatePools does.
+func NewPool(prefixes []netip.Prefix, services corelisters.ServiceLister) (*Pool, error) {
+	masked := make([]netip.Prefix, len(prefixes))
+	for i, p := range prefixes {
+		masked[i] = p.Masked()
 	}
-	return &Pool{prefix: prefix, services: services, byUID: map[types.UID]netip.Addr{}}, nil
+	if err := ValidatePools(masked); err != nil {
+		return nil, err
+	}
+	return &Pool{prefixes: masked, services: services, byUID: map[types.UID][]netip.Addr{}}, nil
 }
+
+// RecordEvents makes the pool report on the Services with events: a
+// Warning (reason NoLoadBalancerPool) when a PreferDualStack Service gets
+// no address of a family the pool has no prefix of. Call before use.
+func (p *Pool) RecordEvents(events record.EventRecorder) { p.events = events }
 
 // PublishWith makes the pool publish each Service's ports with pub as
 // well, and record where in an Event (reason Published) on the Service
-// with events, and in its status: a second ingress entry, hostname
-// "localhost" (kube-proxy serves only IP entries). Call before use.
+// with events, and in its status: an ingress entry after the IPs,
+// hostname "localhost" (kube-proxy serves only IP entries). Only IPv4
+// addresses are published: pub publishes on the host's 127.0.0.1, and
+// rootless IPv6 is not supported yet. Call before use.
 func (p *Pool) PublishWith(pub Publisher, events record.EventRecorder) {
 	p.publish, p.events = pub, events
 }
 
-// GetLoadBalancer reports the address of svc, if it has one of the pool.
+// GetLoadBalancer reports the addresses of svc, if it has any of the pool.
 func (p *Pool) GetLoadBalancer(_ context.Context, _ string, svc *v1.Service) (*v1.LoadBalancerStatus, bool, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	a, ok := p.byUID[svc.UID]
-	if !ok {
-		a, ok = p.statusAddr(svc)
-	}
-	if !ok {
+	addrs := p.held(svc)
+	if len(addrs) == 0 {
 		return nil, false, nil
 	}
-	return status(a), true, nil
+	return status(addrs), true, nil
 }
 
 // GetLoadBalancerName is the default name of the upstream interface
@@ -130,96 +157,219 @@ func (p *Pool) GetLoadBalancerName(_ context.Context, _ string, svc *v1.Service)
 	return cloudprovider.DefaultLoadBalancerName(svc)
 }
 
-// EnsureLoadBalancer gives svc its address (see Pool) and returns the
-// status that names it. It errors when spec.loadBalancerIP is outside the
-// pool or another Service's, and wrapping ErrPoolExhausted when no
-// address is free.
+// EnsureLoadBalancer gives svc its addresses (see Pool) and returns the
+// status that names them, in the order of its IP families. It errors when
+// spec.loadBalancerIP is outside the pool or another Service's, wrapping
+// ErrNoPool when a family svc needs has no pool, and wrapping
+// ErrPoolExhausted when no address of a family is free.
 func (p *Pool) EnsureLoadBalancer(ctx context.Context, _ string, svc *v1.Service, _ []*v1.Node) (*v1.LoadBalancerStatus, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	a, err := p.allocate(svc)
+	addrs, missing, err := p.allocate(svc)
 	if err != nil {
 		return nil, err
 	}
-	p.byUID[svc.UID] = a
-	st := status(a)
+	before := p.byUID[svc.UID]
+	p.byUID[svc.UID] = addrs
+	if len(missing) > 0 {
+		p.eventf(svc, v1.EventTypeWarning, "NoLoadBalancerPool", "%v %s (no --pool of it): the PreferDualStack Service gets only %v",
+			ErrNoPool, families(missing), addrs)
+	}
+	st := status(addrs)
 	if p.publish == nil {
 		return st, nil
 	}
-	where, err := p.publish.Publish(ctx, a, svc.Spec.Ports)
-	if err != nil {
-		return nil, fmt.Errorf("LoadBalancer IP %s: %w", a, err)
+	gone := slices.DeleteFunc(slices.Clone(before), func(a netip.Addr) bool { return slices.Contains(addrs, a) })
+	if err := p.unpublish(ctx, gone); err != nil {
+		return nil, err
 	}
-	var list []string
-	for i, w := range where {
-		list = append(list, fmt.Sprintf("%s/%s", w, svc.Spec.Ports[i].Protocol))
-	}
-	p.events.Eventf(svc, v1.EventTypeNormal, "Published", "LoadBalancer IP %s published on the host at %s", a, strings.Join(list, ", "))
-	st.Ingress = append(st.Ingress, v1.LoadBalancerIngress{Hostname: "localhost"})
-	return st, nil
+	return p.publishAll(ctx, svc, st, addrs)
 }
 
 // UpdateLoadBalancer does nothing: kube-proxy on every node serves the
-// address, whatever the nodes.
+// addresses, whatever the nodes.
 func (p *Pool) UpdateLoadBalancer(context.Context, string, *v1.Service, []*v1.Node) error {
 	return nil
 }
 
-// EnsureLoadBalancerDeleted frees svc's address, and what was published
-// of it.
+// EnsureLoadBalancerDeleted frees svc's addresses, and what was published
+// of them.
 func (p *Pool) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.Service) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	a, ok := p.byUID[svc.UID]
-	if !ok {
-		a, ok = p.statusAddr(svc)
-	}
-	if ok && p.publish != nil {
-		if err := p.publish.Unpublish(ctx, a); err != nil {
-			return fmt.Errorf("LoadBalancer IP %s: %w", a, err)
+	if p.publish != nil {
+		if err := p.unpublish(ctx, p.held(svc)); err != nil {
+			return err
 		}
 	}
 	delete(p.byUID, svc.UID)
 	return nil
 }
 
-// allocate picks svc's address: the requested one, the one it has, or
-// the lowest free one. Call with mu held.
-func (p *Pool) allocate(svc *v1.Service) (netip.Addr, error) {
+// publishAll publishes svc's ports on each IPv4 address of addrs, says
+// where in an Event and adds the "localhost" entry to st. Call with mu
+// held.
+func (p *Pool) publishAll(ctx context.Context, svc *v1.Service, st *v1.LoadBalancerStatus, addrs []netip.Addr) (*v1.LoadBalancerStatus, error) {
+	published := false
+	for _, a := range addrs {
+		if !publishable(a) {
+			continue
+		}
+		where, err := p.publish.Publish(ctx, a, svc.Spec.Ports)
+		if err != nil {
+			return nil, fmt.Errorf("LoadBalancer IP %s: %w", a, err)
+		}
+		var list []string
+		for i, w := range where {
+			list = append(list, fmt.Sprintf("%s/%s", w, svc.Spec.Ports[i].Protocol))
+		}
+		p.eventf(svc, v1.EventTypeNormal, "Published", "LoadBalancer IP %s published on the host at %s", a, strings.Join(list, ", "))
+		published = true
+	}
+	if published {
+		st.Ingress = append(st.Ingress, v1.LoadBalancerIngress{Hostname: "localhost"})
+	}
+	return st, nil
+}
+
+// unpublish removes what was published of addrs. Call with mu held.
+func (p *Pool) unpublish(ctx context.Context, addrs []netip.Addr) error {
+	var errs []error
+	for _, a := range addrs {
+		if !publishable(a) {
+			continue
+		}
+		if err := p.publish.Unpublish(ctx, a); err != nil {
+			errs = append(errs, fmt.Errorf("LoadBalancer IP %s: %w", a, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// publishable reports whether a Publisher is given a: only IPv4 addresses,
+// since rootless IPv6 is not supported yet.
+func publishable(a netip.Addr) bool { return a.Is4() }
+
+// eventf records an Event on svc, if the pool has a recorder.
+func (p *Pool) eventf(svc *v1.Service, kind, reason, format string, args ...any) {
+	if p.events != nil {
+		p.events.Eventf(svc, kind, reason, format, args...)
+	}
+}
+
+// allocate picks svc's addresses, one per family of familiesOf(svc) that
+// has a pool, in that order, and returns them with the families that have
+// none: only a PreferDualStack Service that gets an address may miss one.
+// Call with mu held.
+func (p *Pool) allocate(svc *v1.Service) ([]netip.Addr, []v1.IPFamily, error) {
 	taken, err := p.taken(svc.UID)
 	if err != nil {
-		return netip.Addr{}, err
+		return nil, nil, err
 	}
-	if req := svc.Spec.LoadBalancerIP; req != "" {
-		a, err := netip.ParseAddr(req)
-		switch {
-		case err != nil || !p.usable(a):
-			return netip.Addr{}, fmt.Errorf("spec.loadBalancerIP %q: not an address of the LoadBalancer pool %s (--loadbalancer-cidr)", req, p.prefix)
-		case taken[a]:
-			return netip.Addr{}, fmt.Errorf("spec.loadBalancerIP %s: taken by another Service", a)
+	fams := p.familiesOf(svc)
+	req, err := p.requested(svc, fams, taken)
+	if err != nil {
+		return nil, nil, err
+	}
+	mine, shown := p.byUID[svc.UID], p.statusAddrs(svc)
+	var out []netip.Addr
+	var missing []v1.IPFamily
+	for _, f := range fams {
+		prefix, ok := p.prefixOf(f)
+		if !ok {
+			missing = append(missing, f)
+			continue
 		}
+		a, err := pick(prefix, req, mine, shown, taken)
+		if err != nil {
+			return nil, nil, err
+		}
+		out = append(out, a)
+	}
+	prefer := svc.Spec.IPFamilyPolicy != nil && *svc.Spec.IPFamilyPolicy == v1.IPFamilyPolicyPreferDualStack
+	if len(missing) > 0 && (len(out) == 0 || !prefer) {
+		return nil, nil, fmt.Errorf("%w %s (no --pool of it): make the Service PreferDualStack or of a pool's family (spec.ipFamilyPolicy, spec.ipFamilies)",
+			ErrNoPool, families(missing))
+	}
+	return out, missing, nil
+}
+
+// pick is a Service's address of prefix: req if it is of prefix, else
+// the one this process gave it (mine), else the one its status shows
+// (shown) unless another Service holds it, else the lowest free one.
+func pick(prefix netip.Prefix, req netip.Addr, mine, shown []netip.Addr, taken map[netip.Addr]bool) (netip.Addr, error) {
+	if prefix.Contains(req) {
+		return req, nil
+	}
+	if a, ok := firstIn(prefix, mine); ok {
 		return a, nil
 	}
-	if a, ok := p.byUID[svc.UID]; ok {
+	if a, ok := firstIn(prefix, shown); ok && !taken[a] {
 		return a, nil
 	}
-	if a, ok := p.statusAddr(svc); ok && !taken[a] {
-		return a, nil
-	}
-	for a := p.prefix.Addr().Next(); p.usable(a); a = a.Next() {
+	for a := prefix.Addr().Next(); usableIn(prefix, a); a = a.Next() {
 		if !taken[a] {
 			return a, nil
 		}
 	}
-	return netip.Addr{}, fmt.Errorf("%w %s (--loadbalancer-cidr): delete a LoadBalancer Service, or choose a larger pool", ErrPoolExhausted, p.prefix)
+	return netip.Addr{}, fmt.Errorf("%w %s (%s): delete a LoadBalancer Service, or choose a larger pool",
+		ErrPoolExhausted, prefix, configFlag(familyOf(prefix.Addr())))
+}
+
+// requested is svc's spec.loadBalancerIP, the zero Addr if none. It
+// errors when the address is not one of the pool of its family, that
+// family is not among fams, or another Service holds it.
+func (p *Pool) requested(svc *v1.Service, fams []v1.IPFamily, taken map[netip.Addr]bool) (netip.Addr, error) {
+	req := svc.Spec.LoadBalancerIP
+	if req == "" {
+		return netip.Addr{}, nil
+	}
+	a, err := netip.ParseAddr(req)
+	if err != nil {
+		return netip.Addr{}, fmt.Errorf("spec.loadBalancerIP %q: not an IP address", req)
+	}
+	f := familyOf(a)
+	prefix, ok := p.prefixOf(f)
+	switch {
+	case !ok:
+		return netip.Addr{}, fmt.Errorf("spec.loadBalancerIP %s: %w %s (no --pool of it)", a, ErrNoPool, f)
+	case !usableIn(prefix, a):
+		return netip.Addr{}, fmt.Errorf("spec.loadBalancerIP %q: not an address of the LoadBalancer pool %s (%s)", req, prefix, configFlag(f))
+	case !slices.Contains(fams, f):
+		return netip.Addr{}, fmt.Errorf("spec.loadBalancerIP %s: the Service has no %s family (spec.ipFamilies %v)", a, f, fams)
+	case taken[a]:
+		return netip.Addr{}, fmt.Errorf("spec.loadBalancerIP %s: taken by another Service", a)
+	}
+	return a, nil
+}
+
+// familiesOf are the IP families svc gets an address of, in order: its
+// spec.ipFamilies, or, where no apiserver has set them, the pools'
+// families as the apiserver would default them: the primary one, or all
+// for a PreferDualStack or RequireDualStack Service.
+func (p *Pool) familiesOf(svc *v1.Service) []v1.IPFamily {
+	if len(svc.Spec.IPFamilies) > 0 {
+		return svc.Spec.IPFamilies
+	}
+	var out []v1.IPFamily
+	for _, prefix := range p.prefixes {
+		out = append(out, familyOf(prefix.Addr()))
+	}
+	if pol := svc.Spec.IPFamilyPolicy; pol == nil || *pol == v1.IPFamilyPolicySingleStack {
+		return out[:1]
+	}
+	return out
 }
 
 // taken are the pool's addresses other Services hold: those handed out
 // here and those their statuses show. Call with mu held.
 func (p *Pool) taken(self types.UID) (map[netip.Addr]bool, error) {
 	out := map[netip.Addr]bool{}
-	for uid, a := range p.byUID {
-		if uid != self {
+	for uid, addrs := range p.byUID {
+		if uid == self {
+			continue
+		}
+		for _, a := range addrs {
 			out[a] = true
 		}
 	}
@@ -231,36 +381,65 @@ func (p *Pool) taken(self types.UID) (map[netip.Addr]bool, error) {
 		if s.UID == self {
 			continue
 		}
-		if a, ok := p.statusAddr(s); ok {
+		for _, a := range p.statusAddrs(s) {
 			out[a] = true
 		}
 	}
 	return out, nil
 }
 
-// statusAddr is the first ingress IP of svc's status that the pool could
-// have handed out.
-func (p *Pool) statusAddr(svc *v1.Service) (netip.Addr, bool) {
+// held are the addresses of svc: those handed out here, else those its
+// status shows. Call with mu held.
+func (p *Pool) held(svc *v1.Service) []netip.Addr {
+	if addrs, ok := p.byUID[svc.UID]; ok {
+		return addrs
+	}
+	return p.statusAddrs(svc)
+}
+
+// statusAddrs are the ingress IPs of svc's status that the pool could have
+// handed out, the first of each family, in the status's order.
+func (p *Pool) statusAddrs(svc *v1.Service) []netip.Addr {
+	var out []netip.Addr
 	for _, in := range svc.Status.LoadBalancer.Ingress {
-		if a, err := netip.ParseAddr(in.IP); err == nil && p.usable(a) {
+		a, err := netip.ParseAddr(in.IP)
+		if err != nil || slices.ContainsFunc(out, func(b netip.Addr) bool { return b.Is4() == a.Is4() }) {
+			continue
+		}
+		if prefix, ok := p.prefixOf(familyOf(a)); ok && usableIn(prefix, a) {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// prefixOf is the pool's prefix of family f.
+func (p *Pool) prefixOf(f v1.IPFamily) (netip.Prefix, bool) {
+	for _, prefix := range p.prefixes {
+		if familyOf(prefix.Addr()) == f {
+			return prefix, true
+		}
+	}
+	return netip.Prefix{}, false
+}
+
+// firstIn is the first address of addrs in prefix.
+func firstIn(prefix netip.Prefix, addrs []netip.Addr) (netip.Addr, bool) {
+	for _, a := range addrs {
+		if prefix.Contains(a) {
 			return a, true
 		}
 	}
 	return netip.Addr{}, false
 }
 
-// usable reports whether a is a host address of the pool: inside it, and
-// neither its network nor its broadcast address.
-func (p *Pool) usable(a netip.Addr) bool {
-	if !p.prefix.Contains(a) || a == p.prefix.Addr() {
-		return false
-	}
-	return p.prefix.Contains(a.Next()) // not the last (broadcast) address
-}
-
-// status is the LoadBalancer status naming a, as a VIP that kube-proxy
-// serves on every node.
-func status(a netip.Addr) *v1.LoadBalancerStatus {
+// status is the LoadBalancer status naming addrs, in order, as VIPs that
+// kube-proxy serves on every node.
+func status(addrs []netip.Addr) *v1.LoadBalancerStatus {
 	vip := v1.LoadBalancerIPModeVIP
-	return &v1.LoadBalancerStatus{Ingress: []v1.LoadBalancerIngress{{IP: a.String(), IPMode: &vip}}}
+	st := &v1.LoadBalancerStatus{}
+	for _, a := range addrs {
+		st.Ingress = append(st.Ingress, v1.LoadBalancerIngress{IP: a.String(), IPMode: &vip})
+	}
+	return st
 }

@@ -63,7 +63,7 @@ func TestPoolAllocates(t *testing.T) {
 	ctx := context.Background()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p, err := NewPool(netip.MustParsePrefix(pool), lister(t, tt.existing...))
+			p, err := NewPool([]netip.Prefix{netip.MustParsePrefix(pool)}, lister(t, tt.existing...))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -102,8 +102,8 @@ func TestPoolAllocates(t *testing.T) {
 }
 
 func TestNewPoolRefuses(t *testing.T) {
-	for _, p := range []string{"10.9.32.0/31", "fd00::/64"} {
-		if _, err := NewPool(netip.MustParsePrefix(p), lister(t)); err == nil {
+	for _, p := range []string{"10.9.32.0/31", "fd00::/63", "fd00::/127"} {
+		if _, err := NewPool([]netip.Prefix{netip.MustParsePrefix(p)}, lister(t)); err == nil {
 			t.Errorf("NewPool(%s) = nil error", p)
 		}
 	}

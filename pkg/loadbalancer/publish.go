@@ -15,7 +15,8 @@ import (
 )
 
 // Publisher makes a LoadBalancer IP's ports reachable where the cluster's
-// network is not: in a rootless cluster, from the host's loopback.
+// network is not: in a rootless cluster, from the host's loopback. Pool
+// gives it IPv4 addresses only: rootless IPv6 is not supported yet.
 type Publisher interface {
 	// Publish makes exactly ports of ip reachable (forwards of ip's
 	// other ports are removed) and returns where, in ports' order.

@@ -107,7 +107,7 @@ func TestRootlessPortsPublish(t *testing.T) {
 // status and an Event, and unpublishes on delete.
 func TestPoolPublishes(t *testing.T) {
 	f := &fakePorts{}
-	p, err := NewPool(netip.MustParsePrefix("10.9.32.0/30"), lister(t))
+	p, err := NewPool([]netip.Prefix{netip.MustParsePrefix("10.9.32.0/30")}, lister(t))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -30,8 +30,9 @@ type Options struct {
 	// Kubeconfig is the controller's kubeconfig file: its identity needs
 	// the upstream ClusterRole system:controller:service-controller.
 	Kubeconfig string
-	// Pool is the prefix LoadBalancer IPs come from (--loadbalancer-cidr).
-	Pool netip.Prefix
+	// Pools are the prefixes LoadBalancer IPs come from, one or two, one
+	// per IP family, primary first (see ValidatePools).
+	Pools []netip.Prefix
 	// ClusterName is the cluster's name, as the service controller passes
 	// it to the LoadBalancer (unused by Pool).
 	ClusterName string
@@ -41,14 +42,15 @@ type Options struct {
 	Healthz netip.AddrPort
 	// RootlesskitAPI, in a rootless cluster, is rootlesskit's API socket:
 	// each LoadBalancer IP's ports are then also published on the host's
-	// 127.0.0.1 (RootlessPorts). "" as root.
+	// 127.0.0.1 (RootlessPorts; IPv4 addresses only). "" as root.
 	RootlesskitAPI string
 }
 
 // Run runs the upstream service controller with a Provider of
-// opts.Pool until ctx is done, serving /healthz at opts.Healthz. It
+// opts.Pools until ctx is done, serving /healthz at opts.Healthz. It
 // returns nil when ctx ends it, and errors when the kubeconfig cannot be
-// read, the pool is not usable or the health address cannot be bound.
+// read, the pools are not usable (ValidatePools) or the health address
+// cannot be bound.
 func Run(ctx context.Context, log *slog.Logger, opts Options) error {
 	client, err := kubeconfig.Clientset(opts.Kubeconfig, "kubernix-cloud-controller")
 	if err != nil {
@@ -56,19 +58,21 @@ func Run(ctx context.Context, log *slog.Logger, opts Options) error {
 	}
 	services := serviceInformer{coreinformers.NewServiceInformer(client, metav1.NamespaceAll, 0, cache.Indexers{})}
 	nodes := nodeInformer{coreinformers.NewNodeInformer(client, 0, cache.Indexers{})}
-	pool, err := NewPool(opts.Pool, services.Lister())
+	pool, err := NewPool(opts.Pools, services.Lister())
 	if err != nil {
 		return err
 	}
+	events := record.NewBroadcaster(record.WithContext(ctx))
+	defer events.Shutdown()
+	events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	recorder := events.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubernix-cloud-controller"})
+	pool.RecordEvents(recorder)
 	if opts.RootlesskitAPI != "" {
 		pub, err := NewRootlessPorts(opts.RootlesskitAPI)
 		if err != nil {
 			return err
 		}
-		events := record.NewBroadcaster(record.WithContext(ctx))
-		defer events.Shutdown()
-		events.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
-		pool.PublishWith(pub, events.NewRecorder(scheme.Scheme, v1.EventSource{Component: "kubernix-cloud-controller"}))
+		pool.PublishWith(pub, recorder)
 	}
 	ctrl, err := servicecontroller.New(NewProvider(pool), client, services, nodes, opts.ClusterName, feature.DefaultFeatureGate)
 	if err != nil {
@@ -85,7 +89,7 @@ func Run(ctx context.Context, log *slog.Logger, opts Options) error {
 	}
 	go services.inf.RunWithContext(ctx)
 	go nodes.inf.RunWithContext(ctx)
-	log.Info("service controller running", "pool", opts.Pool, "healthz", "http://"+opts.Healthz.String()+"/healthz")
+	log.Info("service controller running", "pools", opts.Pools, "healthz", "http://"+opts.Healthz.String()+"/healthz")
 	// One worker: allocations are decided one Service at a time.
 	ctrl.Run(ctx, 1, controllersmetrics.NewControllerManagerMetrics("kubernix-cloud-controller"))
 	return nil

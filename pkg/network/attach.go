@@ -21,14 +21,17 @@ const NodeInterface = "eth0"
 // that namespace as NodeInterface with the node's IP/NodeCIDR.Bits(), up,
 // next to lo (up) and a default route via BridgeIP, and rules that make
 // the ServiceCIDR and the LoadBalancerCIDR unreachable for what arrives
-// on NodeInterface (see serviceUnreachable).
+// on NodeInterface (see serviceUnreachable). A dual-stack plan adds the
+// IPv6 half (see configureNode6), whose IPv6 routes to the other nodes' pod
+// CIDRs are those of the plan's nodes at the time of the call.
 //
 // It is idempotent: a host veth left from an earlier (partial) attempt is
 // deleted first, taking its peer with it. On failure it removes the veth
 // again. It errors when p is invalid (as Setup would report), when p has no
 // node i, when node i is Local, when the
-// bridge is missing (Setup has not run), and when the namespace already has
-// a NodeInterface of its own (wrapping unix.EEXIST).
+// bridge is missing (Setup has not run), when the namespace already has
+// a NodeInterface of its own (wrapping unix.EEXIST), and, for a dual-stack
+// plan, when IPv6 is disabled on NodeInterface (wrapping unix.EACCES).
 func AttachNode(p Plan, i int, pid int) error {
 	p = p.normalized()
 	if err := p.validate(); err != nil {
@@ -95,27 +98,32 @@ func configureVeth(p Plan, node NodeRoute, host string, br netlink.Link, pid int
 		return fmt.Errorf("netlink in namespace of pid %d: %w", pid, err)
 	}
 	defer h.Close()
-
-	in := func(format string, args ...any) error {
-		return fmt.Errorf("in namespace of pid %d: "+format, append([]any{pid}, args...)...)
+	if err := configureNode(h, p, node); err != nil {
+		return fmt.Errorf("in namespace of pid %d: %w", pid, err)
 	}
+	return nil
+}
+
+// configureNode addresses and routes NodeInterface and raises lo in the
+// node's namespace, through h.
+func configureNode(h *netlink.Handle, p Plan, node NodeRoute) error {
 	eth, err := h.LinkByName(NodeInterface)
 	if err != nil {
-		return in("look up %s: %w", NodeInterface, err)
+		return fmt.Errorf("look up %s: %w", NodeInterface, err)
 	}
 	addr := prefixAddr(netip.PrefixFrom(node.IP, p.NodeCIDR.Bits()))
 	if err := h.AddrReplace(eth, addr); err != nil {
-		return in("add address %s to %s: %w", addr.IPNet, NodeInterface, err)
+		return fmt.Errorf("add address %s to %s: %w", addr.IPNet, NodeInterface, err)
 	}
 	if err := h.LinkSetUp(eth); err != nil {
-		return in("set %s up: %w", NodeInterface, err)
+		return fmt.Errorf("set %s up: %w", NodeInterface, err)
 	}
 	lo, err := h.LinkByName("lo")
 	if err != nil {
-		return in("look up lo: %w", err)
+		return fmt.Errorf("look up lo: %w", err)
 	}
 	if err := h.LinkSetUp(lo); err != nil {
-		return in("set lo up: %w", err)
+		return fmt.Errorf("set lo up: %w", err)
 	}
 	def := &netlink.Route{
 		LinkIndex: eth.Attrs().Index,
@@ -124,11 +132,55 @@ func configureVeth(p Plan, node NodeRoute, host string, br netlink.Link, pid int
 		Protocol:  Protocol,
 	}
 	if err := h.RouteReplace(def); err != nil {
-		return in("add default route via %s: %w", p.BridgeIP, err)
+		return fmt.Errorf("add default route via %s: %w", p.BridgeIP, err)
+	}
+	if p.hasIPv6() {
+		if err := configureNode6(h, p, node, eth); err != nil {
+			return err
+		}
 	}
 	for _, r := range serviceUnreachable(p) {
 		if err := h.RuleAdd(r); err != nil && !errors.Is(err, unix.EEXIST) {
-			return in("add rule iif %s to %s unreachable: %w", NodeInterface, r.Dst, err)
+			return fmt.Errorf("add rule iif %s to %s unreachable: %w", NodeInterface, r.Dst, err)
+		}
+	}
+	return nil
+}
+
+// configureNode6 gives NodeInterface (eth, up) the IPv6 half of plan p:
+// node.IP6/NodeCIDR6.Bits() without duplicate address detection (usable
+// at once), a default route via BridgeIP6, and a route to every other
+// sandboxed node's PodCIDR6 via its IP6: the host does not forward IPv6,
+// so nodes reach each other's pods over the bridge. A Local node's pods
+// are left to the default route.
+func configureNode6(h *netlink.Handle, p Plan, node NodeRoute, eth netlink.Link) error {
+	addr := prefixAddr(netip.PrefixFrom(node.IP6, p.NodeCIDR6.Bits()))
+	addr.Flags = unix.IFA_F_NODAD
+	if err := h.AddrReplace(eth, addr); errors.Is(err, unix.EACCES) {
+		return fmt.Errorf("add address %s to %s: IPv6 is disabled on it (net.ipv6.conf.%s.disable_ipv6 is 1): %w",
+			addr.IPNet, NodeInterface, NodeInterface, err)
+	} else if err != nil {
+		return fmt.Errorf("add address %s to %s: %w", addr.IPNet, NodeInterface, err)
+	}
+	routes := []*netlink.Route{{
+		LinkIndex: eth.Attrs().Index,
+		Dst:       &net.IPNet{IP: net.IPv6zero, Mask: net.CIDRMask(0, 128)},
+		Gw:        p.BridgeIP6.AsSlice(),
+		Protocol:  Protocol,
+	}}
+	for _, o := range p.Nodes {
+		if o.Index != node.Index && !o.Local {
+			routes = append(routes, &netlink.Route{
+				LinkIndex: eth.Attrs().Index,
+				Dst:       prefixAddr(o.PodCIDR6).IPNet,
+				Gw:        o.IP6.AsSlice(),
+				Protocol:  Protocol,
+			})
+		}
+	}
+	for _, r := range routes {
+		if err := h.RouteReplace(r); err != nil {
+			return fmt.Errorf("add route %s via %s: %w", r.Dst, r.Gw, err)
 		}
 	}
 	return nil
@@ -149,14 +201,18 @@ const serviceUnreachablePriority = 100
 // own processes (hostNetwork pods) and its pods route Service IPs as
 // before. The host's own connects do not wait for them (the kernel limits
 // such ICMP errors to a few a second): it routes Service IPs only once
-// node 0's kube-proxy has written its rules (see RouteServices).
+// node 0's kube-proxy has written its rules (see RouteServices). A
+// dual-stack plan adds IPv6 rules for ServiceCIDR6 and LoadBalancerCIDR6.
 func serviceUnreachable(p Plan) []*netlink.Rule {
 	var out []*netlink.Rule
-	for _, r := range []netip.Prefix{p.ServiceCIDR, p.LoadBalancerCIDR} {
+	for _, r := range []netip.Prefix{p.ServiceCIDR, p.LoadBalancerCIDR, p.ServiceCIDR6, p.LoadBalancerCIDR6} {
 		if !r.IsValid() {
 			continue
 		}
 		rule := netlink.NewRule()
+		if r.Addr().Is6() {
+			rule.Family = netlink.FAMILY_V6
+		}
 		rule.Priority = serviceUnreachablePriority
 		rule.IifName = NodeInterface
 		rule.Dst = prefixAddr(r).IPNet

@@ -2,34 +2,49 @@ package network
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/netip"
 
 	"sigs.k8s.io/knftables"
 )
 
-// The guard is the cluster's own nftables table (family ip, named
+// The guard is the cluster's own nftables table (family inet, named
 // Names.GuardTable) that keeps the cluster to this machine. The host
 // forwards (net.ipv4.ip_forward=1) and the control plane listens on the
 // bridge, so without it a LAN neighbour that routes the cluster's range
 // to this machine would reach the apiserver, etcd, the kubelets, NodePorts
 // and pods. Its two base chains run just before the filter hooks
 // (priority filter - 10) and drop any packet addressed to a cluster range
-// that arrives on an interface other than loopback, the cluster bridge or
-// the CNI bridge, unless it belongs to a connection started from inside
-// (replies to pods' masqueraded egress come back on the host's uplink).
-// An nftables drop is final whatever other tables or iptables chains
-// accept, so rules of other software cannot open the cluster by accident.
+// (the IPv4 set, or the IPv6 set, empty without IPv6) that arrives on an
+// interface other than loopback, the cluster bridge or the CNI bridge,
+// unless it belongs to a connection started from inside (replies to pods'
+// masqueraded egress come back on the host's uplink). An nftables drop is
+// final whatever other tables or iptables chains accept, so rules of other
+// software cannot open the cluster by accident. kubernix versions before
+// IPv6 made the table in family ip; Setup, Teardown and Leftovers handle
+// such a table too.
 
 // guardPriority runs the guard before the filter chains of iptables and
 // of other nftables tables at the same hooks.
 const guardPriority = knftables.FilterPriority + "-10"
 
-// guardRangesSet is the guard's set of the cluster's address ranges.
-const guardRangesSet = "cluster-ranges"
+// The guard's sets of the cluster's IPv4 and IPv6 address ranges.
+const (
+	guardRangesSet  = "cluster-ranges"
+	guardRangesSet6 = "cluster-ranges6"
+)
+
+// guardFamily is the family of the guard table; legacyGuardFamily is the
+// one older kubernix versions made it in.
+const (
+	guardFamily       = knftables.InetFamily
+	legacyGuardFamily = knftables.IPv4Family
+)
 
 // newGuard returns an nftables handle on the guard table of names n.
 func newGuard(n Names) (knftables.Interface, error) {
-	nft, err := knftables.New(knftables.IPv4Family, n.GuardTable())
+	nft, err := knftables.New(guardFamily, n.GuardTable())
 	if err != nil {
 		return nil, fmt.Errorf("nftables: %w", err)
 	}
@@ -41,9 +56,14 @@ func newGuard(n Names) (knftables.Interface, error) {
 func guardTransaction(tx *knftables.Transaction, p Plan, n Names) {
 	tx.Add(&knftables.Table{Comment: knftables.PtrTo("kubernix cluster " + p.Cluster + ": only this machine reaches the cluster")})
 	tx.Flush(&knftables.Table{})
-	tx.Add(&knftables.Set{Name: guardRangesSet, Type: "ipv4_addr", Flags: []knftables.SetFlag{knftables.IntervalFlag}})
-	for _, r := range p.clusterRanges() {
-		tx.Add(&knftables.Element{Set: guardRangesSet, Key: []string{r.String()}})
+	for _, s := range []struct {
+		name, typ string
+		ranges    []netip.Prefix
+	}{{guardRangesSet, "ipv4_addr", p.clusterRanges()}, {guardRangesSet6, "ipv6_addr", p.clusterRanges6()}} {
+		tx.Add(&knftables.Set{Name: s.name, Type: s.typ, Flags: []knftables.SetFlag{knftables.IntervalFlag}})
+		for _, r := range s.ranges {
+			tx.Add(&knftables.Element{Set: s.name, Key: []string{r.String()}})
+		}
 	}
 	ours := fmt.Sprintf(`{ "lo", %q, %q }`, n.Bridge, n.CNIBridge)
 	for _, hook := range []knftables.BaseChainHook{knftables.InputHook, knftables.ForwardHook} {
@@ -53,15 +73,19 @@ func guardTransaction(tx *knftables.Transaction, p Plan, n Names) {
 			Hook: knftables.PtrTo(hook), Priority: knftables.PtrTo(guardPriority),
 		})
 		tx.Add(&knftables.Rule{Chain: chain, Rule: "ct state established,related accept"})
-		tx.Add(&knftables.Rule{
-			Chain:   chain,
-			Rule:    knftables.Concat("ip daddr", "@"+guardRangesSet, "iifname !=", ours, "drop"),
-			Comment: knftables.PtrTo("into the cluster from outside this machine"),
-		})
+		for _, daddr := range []string{"ip daddr @" + guardRangesSet, "ip6 daddr @" + guardRangesSet6} {
+			tx.Add(&knftables.Rule{
+				Chain:   chain,
+				Rule:    knftables.Concat(daddr, "iifname !=", ours, "drop"),
+				Comment: knftables.PtrTo("into the cluster from outside this machine"),
+			})
+		}
 	}
 }
 
-// ensureGuard creates or rewrites the guard table of plan p.
+// ensureGuard creates or rewrites the guard table of plan p, then removes
+// a guard table of the older family (it guarded the same ranges, until
+// the new one is in place).
 func ensureGuard(ctx context.Context, p Plan, n Names) error {
 	nft, err := newGuard(n)
 	if err != nil {
@@ -70,19 +94,28 @@ func ensureGuard(ctx context.Context, p Plan, n Names) error {
 	tx := nft.NewTransaction()
 	guardTransaction(tx, p, n)
 	if err := nft.Run(ctx, tx); err != nil {
-		return fmt.Errorf("nftables table ip %s: %w", n.GuardTable(), err)
+		return fmt.Errorf("nftables table %s %s: %w", guardFamily, n.GuardTable(), err)
 	}
-	return nil
+	return removeTable(ctx, legacyGuardFamily, n.GuardTable())
 }
 
-// removeGuard deletes the guard table; a missing one is no error.
+// removeGuard deletes the guard table, and one of the older family; a
+// missing one is no error.
 func removeGuard(ctx context.Context, n Names) error {
-	return removeTable(ctx, knftables.IPv4Family, n.GuardTable())
+	return errors.Join(removeTable(ctx, guardFamily, n.GuardTable()), removeTable(ctx, legacyGuardFamily, n.GuardTable()))
 }
 
-// guardLeftovers lists the guard table if it exists.
+// guardLeftovers lists the guard table, and one of the older family, if
+// they exist.
 func guardLeftovers(ctx context.Context, n Names) ([]string, error) {
-	return tableLeftovers(ctx, knftables.IPv4Family, n.GuardTable())
+	var out []string
+	var errs []error
+	for _, family := range []knftables.Family{guardFamily, legacyGuardFamily} {
+		left, err := tableLeftovers(ctx, family, n.GuardTable())
+		out = append(out, left...)
+		errs = append(errs, err)
+	}
+	return out, errors.Join(errs...)
 }
 
 // removeNetpolTable deletes the host's NetworkPolicy table of a

@@ -95,7 +95,7 @@ func (n Names) owns(name string) bool {
 	return name == n.Bridge || name == n.CNIBridge || n.isHostVeth(name)
 }
 
-// GuardTable is the name of the cluster's nftables table (family ip) that
+// GuardTable is the name of the cluster's nftables table (family inet) that
 // drops traffic into the cluster from outside this machine:
 // "kubernix-<8 hex>".
 func (n Names) GuardTable() string { return "kubernix-" + n.Hash }

@@ -8,10 +8,19 @@
 //
 // Everything is named after a hash of the cluster name (see NamesFor) and
 // every route carries Protocol, so Teardown and Leftovers work from the
-// cluster name alone, e.g. after the supervisor was killed. IPv4 only. All
-// functions need root (CAP_NET_ADMIN) and, for the chains, the iptables
-// command (iptables-nft or -legacy, whichever `iptables` is: the backend
+// cluster name alone, e.g. after the supervisor was killed. All functions
+// need root (CAP_NET_ADMIN) and, for the chains, the iptables command
+// (iptables-nft or -legacy, whichever `iptables` is: the backend
 // kube-proxy uses).
+//
+// A dual-stack plan (Plan.NodeCIDR6 set) adds an IPv6 half: the bridge's
+// IPv6 address, host routes to each node's IPv6 pod CIDR, unreachable
+// routes over the IPv6 cluster ranges, IPv6 service routes and the guard's
+// IPv6 set. The host never forwards IPv6 (net.ipv6.conf.all.forwarding
+// would stop it accepting router advertisements), so there is no IPv6
+// masquerade: the host's own traffic to the cluster needs only routes, and
+// the nodes reach each other's pods over the bridge, each sandbox routing
+// every other node's IPv6 pod CIDR via that node (AttachNode).
 package network
 
 import (
@@ -42,16 +51,18 @@ const ipForward = "net.ipv4.ip_forward"
 // Setup creates or updates, idempotently, the host network of plan p:
 //
 //   - the bridge Names.Bridge, up, with BridgeIP/NodeCIDR.Bits() as its only
-//     IPv4 address;
+//     IPv4 address and, for a dual-stack plan, IPv6 enabled, router
+//     advertisements ignored and BridgeIP6/NodeCIDR6.Bits() (without
+//     duplicate address detection) as its only global IPv6 address;
 //   - net.ipv4.ip_forward=1 (left on by Teardown; the cluster package
 //     records the host's value first and, when it was 0, sets the FORWARD
 //     policy to DROP before this, so only what rules accept is forwarded:
 //     see policy.go);
-//   - the routes of the plan (see Plan): pod CIDR via node IP for each
-//     non-local node, unreachable routes over the cluster ranges; routes of
-//     the cluster that are no longer in the plan are removed, the service
-//     routes too (RouteServices adds them once kube-proxy has written its
-//     rules);
+//   - the routes of the plan (see Plan), IPv4 and IPv6: pod CIDR via node
+//     IP for each non-local node, unreachable routes over the cluster
+//     ranges; routes of the cluster that are no longer in the plan are
+//     removed, the service routes too (RouteServices adds them once
+//     kube-proxy has written its rules);
 //   - the nat chain Names.NATChain (`-d <cluster range> -j RETURN` for each
 //     range, then `-s ClusterCIDR -j MASQUERADE` and `-s NodeCIDR -j
 //     MASQUERADE`) appended to POSTROUTING, and the filter chain
@@ -65,12 +76,13 @@ const ipForward = "net.ipv4.ip_forward"
 // Before changing anything it validates p (every problem at once) and checks
 // the host: an address or route of another interface or program (another
 // cluster included) that overlaps the node, cluster or service CIDR or the
-// whole cluster range (which the unreachable routes cover) fails
-// Setup with an error wrapping ErrConflict that lists each such address
-// with its link and each such route; so does a link called Names.Bridge that
-// is not a bridge. Default routes (and the VPN-style 0.0.0.0/1 and
-// 128.0.0.0/1) do not count: the cluster's more specific routes win over
-// them as intended. Other errors name the step that failed.
+// whole cluster range (which the unreachable routes cover), or their IPv6
+// counterparts, fails Setup with an error wrapping ErrConflict that lists
+// each such address with its link and each such route; so does a link
+// called Names.Bridge that is not a bridge. Default routes (and the
+// VPN-style 0.0.0.0/1 and 128.0.0.0/1, ::/1 and 8000::/1) do not count:
+// the cluster's more specific routes win over them as intended. Other
+// errors name the step that failed.
 func Setup(p Plan) error {
 	p = p.normalized()
 	if err := p.validate(); err != nil {
@@ -129,8 +141,12 @@ func checkHost(p Plan, n Names) error {
 	if err != nil {
 		return err
 	}
-	ranges := []namedPrefix{{"node CIDR", p.NodeCIDR}, {"cluster CIDR", p.ClusterCIDR}, {"service CIDR", p.ServiceCIDR},
-		{"LoadBalancer CIDR", p.LoadBalancerCIDR}, {"whole cluster range", p.Whole}}
+	var ranges []namedPrefix
+	for _, h := range p.halves() {
+		ranges = append(ranges, namedPrefix{h.what("node CIDR"), h.nodeCIDR}, namedPrefix{h.what("cluster CIDR"), h.clusterCIDR},
+			namedPrefix{h.what("service CIDR"), h.serviceCIDR}, namedPrefix{h.what("LoadBalancer CIDR"), h.loadBalancerCIDR},
+			namedPrefix{h.what("whole cluster range"), h.whole})
+	}
 	for _, u := range uses {
 		for _, r := range ranges {
 			if r.pr.IsValid() && r.pr.Overlaps(u.Prefix) {
@@ -145,7 +161,7 @@ func checkHost(p Plan, n Names) error {
 	return fmt.Errorf("%w:\n  %s", ErrConflict, strings.Join(conflicts, "\n  "))
 }
 
-// HostUse is an IPv4 address or route of this host that is not a given
+// HostUse is an address or route of this host that is not a given
 // cluster's own: a cluster range that overlaps it conflicts with it.
 type HostUse struct {
 	// Prefix is the address's network (e.g. 192.168.1.0/24 for
@@ -158,12 +174,15 @@ type HostUse struct {
 	Desc string
 }
 
-// HostUses lists the IPv4 addresses and routes of this host (in the
-// calling thread's network namespace) that are not cluster's own (see
-// NamesFor): what Setup checks the plan's ranges against. Like Setup, it
-// leaves out the local table and the kernel's prefix routes (they mirror
-// addresses) and default-like routes (0.0.0.0/0, 0.0.0.0/1, 128.0.0.0/1).
-// It needs no privileges. Errors name the dump that failed.
+// HostUses lists the addresses and routes of this host (in the calling
+// thread's network namespace) that are not cluster's own (see NamesFor):
+// what Setup checks the plan's ranges against. The IPv4 ones come first,
+// then the IPv6 ones, of which it lists only those that can hold global
+// addresses (not link-local fe80::/10, multicast ff00::/8, ::1 or ::). Like
+// Setup, it leaves out the local table and the kernel's prefix routes
+// (they mirror addresses) and default-like routes (0.0.0.0/0, 0.0.0.0/1,
+// 128.0.0.0/1, ::/0, ::/1, 8000::/1). It needs no privileges. Errors name
+// the dump that failed.
 func HostUses(cluster string) ([]HostUse, error) {
 	links, err := listLinks()
 	if err != nil {
@@ -182,42 +201,89 @@ func hostUses(n Names, links []netlink.Link) ([]HostUse, error) {
 		ours[a.Index] = n.owns(a.Name)
 	}
 	var uses []HostUse
-	addrs, err := retryDump(func() ([]netlink.Addr, error) { return netlink.AddrList(nil, netlink.FAMILY_V4) })
+	for _, family := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		addrs, err := addrUses(family, linkName, ours)
+		if err != nil {
+			return nil, err
+		}
+		routes, err := routeUses(n, family, linkName, ours)
+		if err != nil {
+			return nil, err
+		}
+		uses = append(append(uses, addrs...), routes...)
+	}
+	return uses, nil
+}
+
+// addrUses lists the host's addresses of family (netlink.FAMILY_V4 or
+// FAMILY_V6) on links not in ours, as hostUses does.
+func addrUses(family int, linkName map[int]string, ours map[int]bool) ([]HostUse, error) {
+	addrs, err := retryDump(func() ([]netlink.Addr, error) { return netlink.AddrList(nil, family) })
 	if err != nil {
 		return nil, fmt.Errorf("list addresses: %w", err)
 	}
+	var uses []HostUse
 	for _, a := range addrs {
 		if ours[a.LinkIndex] {
 			continue
 		}
-		pr, ok := prefixOf(a.IPNet)
+		pr, ok := usePrefix(a.IPNet)
 		if !ok {
 			continue
 		}
 		dev := nameOr(linkName, a.LinkIndex)
 		uses = append(uses, HostUse{Prefix: pr.Masked(), Desc: fmt.Sprintf("address %s on link %s%s", pr, dev, kubernixHint(dev, 0))})
 	}
+	return uses, nil
+}
 
+// routeUses lists the host's routes of family (netlink.FAMILY_V4 or
+// FAMILY_V6) that are not the cluster of n's, as hostUses does.
+func routeUses(n Names, family int, linkName map[int]string, ours map[int]bool) ([]HostUse, error) {
 	routes, err := retryDump(func() ([]netlink.Route, error) {
-		return netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
+		return netlink.RouteListFiltered(family, &netlink.Route{Table: unix.RT_TABLE_UNSPEC}, netlink.RT_FILTER_TABLE)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("list routes: %w", err)
 	}
+	var uses []HostUse
 	for _, r := range routes {
 		// The local table and the kernel's prefix routes only mirror
-		// addresses, listed above.
+		// addresses, listed by addrUses.
 		if r.Table == unix.RT_TABLE_LOCAL || r.Protocol == unix.RTPROT_KERNEL ||
 			ours[r.LinkIndex] || n.ownsUnreachable(r) {
 			continue
 		}
-		pr, ok := prefixOf(r.Dst)
+		pr, ok := usePrefix(r.Dst)
 		if !ok || defaultLike(pr) {
 			continue
 		}
 		uses = append(uses, HostUse{Prefix: pr, Desc: fmt.Sprintf("route %q%s", describeRoute(r, linkName), kubernixHint(linkName[r.LinkIndex], r.Protocol))})
 	}
 	return uses, nil
+}
+
+// Prefixes of IPv6 addresses that are never global: they cannot conflict
+// with a cluster range.
+var (
+	linkLocal6 = netip.MustParsePrefix("fe80::/10")
+	multicast6 = netip.MustParsePrefix("ff00::/8")
+)
+
+// usePrefix is the prefix (not masked) of a host address or route
+// destination n that can conflict with a cluster range: any IPv4 one, and
+// an IPv6 one unless it lies inside fe80::/10 or ff00::/8 or is ::1/128
+// or ::/128. False for nil, too.
+func usePrefix(n *net.IPNet) (netip.Prefix, bool) {
+	pr, ok := netPrefix(n)
+	if !ok {
+		return netip.Prefix{}, false
+	}
+	if m := pr.Masked(); pr.Addr().Is6() &&
+		(contains(linkLocal6, m) || contains(multicast6, m) || (m.Bits() == 128 && !m.Addr().IsGlobalUnicast())) {
+		return netip.Prefix{}, false
+	}
+	return pr, true
 }
 
 // kubernixHint marks a link or route that looks like another kubernix
@@ -231,9 +297,9 @@ func kubernixHint(link string, proto netlink.RouteProtocol) string {
 }
 
 // defaultLike reports whether pr is a default route or one of the two
-// half-default routes (0.0.0.0/1, 128.0.0.0/1) VPN clients use to replace
-// it; those cover everything, and the cluster's more specific routes win
-// over them as intended.
+// half-default routes (0.0.0.0/1 and 128.0.0.0/1, ::/1 and 8000::/1) VPN
+// clients use to replace it; those cover everything, and the cluster's
+// more specific routes win over them as intended.
 func defaultLike(pr netip.Prefix) bool { return pr.Bits() <= 1 }
 
 // ownsUnreachable reports whether r is one of this cluster's unreachable
@@ -244,7 +310,8 @@ func (n Names) ownsUnreachable(r netlink.Route) bool {
 }
 
 // ensureBridge creates the cluster bridge if needed, brings it up and makes
-// BridgeIP/NodeCIDR.Bits() its only IPv4 address.
+// BridgeIP/NodeCIDR.Bits() its only IPv4 address, and gives it the IPv6
+// address of the plan (see ensureBridge6).
 func ensureBridge(p Plan, n Names) (netlink.Link, error) {
 	br, err := netlink.LinkByName(n.Bridge)
 	switch {
@@ -280,7 +347,63 @@ func ensureBridge(p Plan, n Names) (netlink.Link, error) {
 	if err := netlink.LinkSetUp(br); err != nil {
 		return nil, fmt.Errorf("set up: %w", err)
 	}
+	// After the link is up: a link going down loses its IPv6 addresses.
+	if err := ensureBridge6(p, br); err != nil {
+		return nil, err
+	}
 	return br, nil
+}
+
+// ensureBridge6 makes BridgeIP6/NodeCIDR6.Bits() the only global IPv6
+// address of the bridge br (none for a plan without IPv6), first enabling
+// IPv6 on it (see enableIPv6). The address skips duplicate address
+// detection, so routes via the nodes work at once; the bridge's
+// link-local addresses stay.
+func ensureBridge6(p Plan, br netlink.Link) error {
+	var want *netlink.Addr
+	if p.hasIPv6() {
+		if err := enableIPv6(br.Attrs().Name); err != nil {
+			return err
+		}
+		want = prefixAddr(netip.PrefixFrom(p.BridgeIP6, p.NodeCIDR6.Bits()))
+		want.Flags = unix.IFA_F_NODAD
+	}
+	have, err := retryDump(func() ([]netlink.Addr, error) { return netlink.AddrList(br, netlink.FAMILY_V6) })
+	if err != nil {
+		return fmt.Errorf("list IPv6 addresses: %w", err)
+	}
+	for _, a := range have {
+		if a.IP.IsLinkLocalUnicast() || (want != nil && a.IPNet.String() == want.IPNet.String()) {
+			continue
+		}
+		if err := netlink.AddrDel(br, &a); err != nil && !isGone(err) {
+			return fmt.Errorf("remove stale address %s: %w", a.IPNet, err)
+		}
+	}
+	if want == nil {
+		return nil
+	}
+	if err := netlink.AddrReplace(br, want); err != nil {
+		return fmt.Errorf("add address %s: %w", want.IPNet, err)
+	}
+	return nil
+}
+
+// enableIPv6 turns IPv6 on for the host link called name and has it
+// ignore router advertisements (a node must not become the host's
+// router). Both sysctls are the link's own and go with it, so there is
+// nothing to restore.
+func enableIPv6(name string) error {
+	for _, c := range []struct{ key, value string }{{"disable_ipv6", "0"}, {"accept_ra", "0"}} {
+		key := "net.ipv6.conf." + name + "." + c.key
+		if v, err := sysctl.Get(key); err == nil && v == c.value {
+			continue
+		}
+		if err := sysctl.Set(key, c.value); err != nil {
+			return fmt.Errorf("enable IPv6 (is it disabled on this host?): %w", err)
+		}
+	}
+	return nil
 }
 
 // enableForwarding sets net.ipv4.ip_forward=1 unless it already is.
@@ -350,14 +473,13 @@ func RouteServices(p Plan) error {
 	return nil
 }
 
-// clusterRoutes lists the IPv4 routes of the cluster: Protocol routes on
-// link index bridge (0: none) and the cluster's unreachable routes.
+// clusterRoutes lists the IPv4 and IPv6 routes of the cluster: Protocol
+// routes on link index bridge (0: none) and the cluster's unreachable
+// routes.
 func clusterRoutes(n Names, bridge int) ([]netlink.Route, error) {
-	all, err := retryDump(func() ([]netlink.Route, error) {
-		return netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Protocol: Protocol}, netlink.RT_FILTER_PROTOCOL)
-	})
+	all, err := protocolRoutes()
 	if err != nil {
-		return nil, fmt.Errorf("list routes: %w", err)
+		return nil, err
 	}
 	var out []netlink.Route
 	for _, r := range all {
@@ -367,6 +489,26 @@ func clusterRoutes(n Names, bridge int) ([]netlink.Route, error) {
 	}
 	return out, nil
 }
+
+// protocolRoutes lists the host's IPv4 and IPv6 routes that carry
+// Protocol (main table).
+func protocolRoutes() ([]netlink.Route, error) {
+	var out []netlink.Route
+	for _, family := range []int{netlink.FAMILY_V4, netlink.FAMILY_V6} {
+		rs, err := retryDump(func() ([]netlink.Route, error) {
+			return netlink.RouteListFiltered(family, &netlink.Route{Protocol: Protocol}, netlink.RT_FILTER_PROTOCOL)
+		})
+		if err != nil {
+			return nil, fmt.Errorf("list routes: %w", err)
+		}
+		out = append(out, rs...)
+	}
+	return out, nil
+}
+
+// ip6DefaultMetric is the metric the kernel gives an IPv6 route added
+// without one (IP6_RT_PRIO_USER); an IPv4 route's is 0.
+const ip6DefaultMetric = 1024
 
 // netlink turns s into the route to add, on the bridge with link index
 // bridge.
@@ -392,14 +534,18 @@ func (s routeSpec) netlink(n Names, bridge int) *netlink.Route {
 
 // specOf is the inverse of routeSpec.netlink for routes of the cluster.
 func specOf(r netlink.Route, bridge int) (routeSpec, bool) {
-	dst, ok := prefixOf(r.Dst)
+	dst, ok := netPrefix(r.Dst)
 	if !ok {
 		return routeSpec{}, false
 	}
 	if r.Type == unix.RTN_UNREACHABLE {
 		return routeSpec{Dst: dst, Unreachable: true}, true
 	}
-	if r.LinkIndex != bridge || r.Type != unix.RTN_UNICAST || r.Priority != 0 {
+	metric := 0
+	if dst.Addr().Is6() {
+		metric = ip6DefaultMetric
+	}
+	if r.LinkIndex != bridge || r.Type != unix.RTN_UNICAST || r.Priority != metric {
 		return routeSpec{}, false
 	}
 	s := routeSpec{Dst: dst}
@@ -413,9 +559,10 @@ func specOf(r netlink.Route, bridge int) (routeSpec, bool) {
 	return s, true
 }
 
-// prefixOf converts a *net.IPNet to an IPv4 netip.Prefix (not masked);
-// false for nil or non-IPv4.
-func prefixOf(n *net.IPNet) (netip.Prefix, bool) {
+// netPrefix converts a *net.IPNet to an IPv4 or IPv6 netip.Prefix (not
+// masked; an IPv4-mapped address becomes IPv4); false for nil, or when
+// the mask does not fit the address (a 16-byte mask on an IPv4 address).
+func netPrefix(n *net.IPNet) (netip.Prefix, bool) {
 	if n == nil {
 		return netip.Prefix{}, false
 	}
@@ -425,13 +572,13 @@ func prefixOf(n *net.IPNet) (netip.Prefix, bool) {
 	}
 	a = a.Unmap()
 	ones, bits := n.Mask.Size()
-	if !a.Is4() || bits != 32 {
+	if bits != a.BitLen() {
 		return netip.Prefix{}, false
 	}
 	return netip.PrefixFrom(a, ones), true
 }
 
-// prefixAddr converts an IPv4 prefix to a netlink address.
+// prefixAddr converts an IPv4 or IPv6 prefix to a netlink address.
 func prefixAddr(p netip.Prefix) *netlink.Addr {
 	return &netlink.Addr{IPNet: &net.IPNet{
 		IP:   p.Addr().AsSlice(),
@@ -460,7 +607,7 @@ func describeRoute(r netlink.Route, links map[int]string) string {
 	default:
 		fmt.Fprintf(&b, "type %d ", r.Type)
 	}
-	if pr, ok := prefixOf(r.Dst); ok {
+	if pr, ok := netPrefix(r.Dst); ok && pr.Bits() > 0 {
 		b.WriteString(pr.String())
 	} else {
 		b.WriteString("default")

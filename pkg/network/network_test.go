@@ -588,3 +588,321 @@ func TestSetupLinkNameTaken(t *testing.T) {
 		t.Errorf("Setup removed the foreign %s: %v", n.Bridge, err)
 	}
 }
+
+// ipv6Forwarding is the host sysctl the IPv6 half must never set: it would
+// stop the host accepting router advertisements.
+const ipv6Forwarding = "net.ipv6.conf.all.forwarding"
+
+// needIPv6 skips t unless the host has IPv6.
+func needIPv6(t *testing.T) {
+	t.Helper()
+	if _, err := os.Stat("/proc/sys/net/ipv6"); err != nil {
+		t.Skipf("integration test needs IPv6 on the host: %v", err)
+	}
+}
+
+// nsHandle returns a netlink handle in the network namespace of pid,
+// closed when t ends.
+func nsHandle(t *testing.T, pid int) *netlink.Handle {
+	t.Helper()
+	ns, err := netns.GetFromPid(pid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ns.Close() })
+	h, err := netlink.NewHandleAt(ns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(h.Close)
+	return h
+}
+
+// globalAddrs6 lists the global IPv6 addresses of l (through h), as
+// "addr/bits".
+func globalAddrs6(t *testing.T, h *netlink.Handle, l netlink.Link) []netlink.Addr {
+	t.Helper()
+	addrs, err := h.AddrList(l, netlink.FAMILY_V6)
+	if err != nil {
+		t.Fatalf("list IPv6 addresses of %s: %v", l.Attrs().Name, err)
+	}
+	return slices.DeleteFunc(addrs, func(a netlink.Addr) bool { return a.IP.IsLinkLocalUnicast() })
+}
+
+// wantOnlyAddr6 fails t unless l's only global IPv6 address is want, with
+// no duplicate address detection and not tentative.
+func wantOnlyAddr6(t *testing.T, h *netlink.Handle, l netlink.Link, want string) {
+	t.Helper()
+	addrs := globalAddrs6(t, h, l)
+	if len(addrs) != 1 || addrs[0].IPNet.String() != want {
+		t.Errorf("global IPv6 addresses of %s = %v, want just %s", l.Attrs().Name, addrs, want)
+		return
+	}
+	if f := addrs[0].Flags; f&unix.IFA_F_NODAD == 0 || f&unix.IFA_F_TENTATIVE != 0 {
+		t.Errorf("address %s on %s: flags %#x, want nodad and not tentative", want, l.Attrs().Name, f)
+	}
+}
+
+// routes6 lists the IPv6 routes of the main table with Protocol through h,
+// as describeRoute renders them up to the device (h may be in another
+// namespace).
+func routes6(t *testing.T, h *netlink.Handle) []string {
+	t.Helper()
+	rs, err := h.RouteListFiltered(netlink.FAMILY_V6, &netlink.Route{Protocol: Protocol}, netlink.RT_FILTER_PROTOCOL)
+	if err != nil {
+		t.Fatalf("list IPv6 routes: %v", err)
+	}
+	var out []string
+	for _, r := range rs {
+		r.LinkIndex = 0
+		route, _, _ := strings.Cut(describeRoute(r, nil), " proto ")
+		out = append(out, route)
+	}
+	return out
+}
+
+// TestDualStack sets up a dual-stack plan with two sandboxed nodes: the
+// bridge gets both addresses, the host IPv6 routes (and never IPv6
+// forwarding), each sandbox its IPv6 address, default route and a route to
+// the other node's IPv6 pod CIDR; host and nodes reach each other over
+// IPv6; Teardown leaves no IPv6 route, address or table.
+func TestDualStack(t *testing.T) {
+	needRoot(t, "unshare", "nsenter")
+	needIPv6(t)
+	pingCmd(t)
+	cluster := testCluster(t, "dual")
+	n := NamesFor(cluster)
+	p := dualPlan(cluster)
+	forwarding6, err := sysctl.Get(ipv6Forwarding)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if err := Setup(p); err != nil {
+		t.Fatalf("Setup: %v", err)
+	}
+	wantNoRouteDeletes(t, func() {
+		if err := Setup(p); err != nil {
+			t.Fatalf("Setup again: %v", err)
+		}
+	})
+	if v, err := sysctl.Get(ipv6Forwarding); err != nil || v != forwarding6 {
+		t.Errorf("%s = %q, %v after Setup; want it untouched (%s)", ipv6Forwarding, v, err, forwarding6)
+	}
+	br, err := netlink.LinkByName(n.Bridge)
+	if err != nil {
+		t.Fatalf("bridge: %v", err)
+	}
+	host, err := netlink.NewHandle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(host.Close)
+	if addrs, err := netlink.AddrList(br, netlink.FAMILY_V4); err != nil || len(addrs) != 1 || addrs[0].IPNet.String() != "10.254.0.1/24" {
+		t.Errorf("bridge IPv4 addresses = %v, %v; want just 10.254.0.1/24", addrs, err)
+	}
+	wantOnlyAddr6(t, host, br, "fd12:3456:789a::1/64")
+	bi := br.Attrs().Index
+	wantHostRoutes6(t, p, bi)
+
+	pid0, pid1 := startNetns(t), startNetns(t)
+	for i, pid := range []int{pid0, pid1} {
+		if err := AttachNode(p, i, pid); err != nil {
+			t.Fatalf("AttachNode %d: %v", i, err)
+		}
+	}
+	wantNode6(t, nsHandle(t, pid0), "fd12:3456:789a::2/64", "fd12:3456:789a:8001::/64 via fd12:3456:789a::3")
+	wantNode6(t, nsHandle(t, pid1), "fd12:3456:789a::3/64", "fd12:3456:789a:8000::/64 via fd12:3456:789a::2")
+	wantTraffic6(t, pid0, pid1)
+	wantLeftovers(t, cluster, "link "+n.Bridge, "unreachable fd12:3456:789a::/48", "nftables table inet "+n.GuardTable())
+
+	if err := Teardown(cluster); err != nil {
+		t.Fatalf("Teardown: %v", err)
+	}
+	wantClean(t, cluster)
+	for _, r := range routes6(t, host) {
+		if strings.Contains(r, "fd12:3456:789a:") {
+			t.Errorf("IPv6 route %q left after Teardown", r)
+		}
+	}
+	wantUnreachableGone(t, "fd12:3456:789a:5::5")
+}
+
+// wantNoRouteDeletes runs f and fails t if a route with Protocol was
+// deleted meanwhile: a second Setup leaves the routes that are right
+// alone (IPv6 ones carry the kernel's default metric).
+func wantNoRouteDeletes(t *testing.T, f func()) {
+	t.Helper()
+	ch := make(chan netlink.RouteUpdate, 256)
+	done := make(chan struct{})
+	if err := netlink.RouteSubscribe(ch, done); err != nil {
+		t.Fatalf("subscribe to route changes: %v", err)
+	}
+	f()
+	close(done)
+	for u := range ch {
+		if u.Type == unix.RTM_DELROUTE && u.Protocol == Protocol {
+			t.Errorf("route %q deleted and added again", describeRoute(u.Route, nil))
+		}
+	}
+}
+
+// wantHostRoutes6 checks the host's IPv6 routes of dualPlan p, before and
+// after RouteServices, with the bridge at link index bi.
+func wantHostRoutes6(t *testing.T, p Plan, bi int) {
+	t.Helper()
+	wantVia(t, "fd12:3456:789a:8000::7", bi, "fd12:3456:789a::2") // node 0's pods
+	wantVia(t, "fd12:3456:789a:8001::7", bi, "fd12:3456:789a::3") // node 1's pods
+	wantVia(t, "fd12:3456:789a::2", bi, "")                       // a node
+	wantUnreachable(t, "fd12:3456:789a:1::1")                     // a service IP, before RouteServices
+	wantUnreachable(t, "fd12:3456:789a:8002::7")                  // local node's pods: no CNI bridge
+	wantUnreachable(t, "fd12:3456:789a:5::5")                     // unused part of the whole range
+	for i := range 2 {
+		if err := RouteServices(p); err != nil {
+			t.Fatalf("RouteServices #%d: %v", i+1, err)
+		}
+	}
+	wantVia(t, "fd12:3456:789a:1::1", bi, "fd12:3456:789a::2") // a service IP, via node 0
+	wantVia(t, "fd12:3456:789a:2::1", bi, "fd12:3456:789a::2") // a LoadBalancer IP, via node 0
+}
+
+// wantNode6 checks the IPv6 side of a node's namespace through h: its
+// address, default route, route to the other node's pods and rules.
+func wantNode6(t *testing.T, h *netlink.Handle, addr, peerRoute string) {
+	t.Helper()
+	eth, err := h.LinkByName(NodeInterface)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantOnlyAddr6(t, h, eth, addr)
+	got := routes6(t, h)
+	for _, want := range []string{"default via fd12:3456:789a::1", peerRoute} {
+		if !slices.Contains(got, want) {
+			t.Errorf("node IPv6 routes %q lack %q", got, want)
+		}
+	}
+	rules, err := h.RuleList(netlink.FAMILY_V6)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var dsts []string
+	for _, r := range rules {
+		if r.Priority == serviceUnreachablePriority && r.IifName == NodeInterface && r.Dst != nil {
+			dsts = append(dsts, r.Dst.String())
+		}
+	}
+	if want := []string{"fd12:3456:789a:1::/112", "fd12:3456:789a:2::/112"}; !slices.Equal(dsts, want) {
+		t.Errorf("node IPv6 unreachable rules to %q, want %q", dsts, want)
+	}
+}
+
+// wantTraffic6 pings over IPv6 between the host and the nodes in the
+// namespaces of pid0 and pid1, and from node 0 to an address of node 1's
+// pod CIDR (on node 1's lo), which only the peer route delivers.
+func wantTraffic6(t *testing.T, pid0, pid1 int) {
+	t.Helper()
+	h1 := nsHandle(t, pid1)
+	lo, err := h1.LinkByName("lo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod, _ := netlink.ParseAddr("fd12:3456:789a:8001::1/128")
+	if err := h1.AddrAdd(lo, pod); err != nil {
+		t.Fatalf("add a pod address to node 1: %v", err)
+	}
+	for _, c := range []struct {
+		what string
+		pid  int
+		ip   string
+	}{
+		{"host → node 0", 0, "fd12:3456:789a::2"},
+		{"node 0 → bridge", pid0, "fd12:3456:789a::1"},
+		{"node 0 → node 1", pid0, "fd12:3456:789a::3"},
+		{"node 0 → node 1's pod", pid0, "fd12:3456:789a:8001::1"},
+		{"host → node 1's pod", 0, "fd12:3456:789a:8001::1"},
+	} {
+		if err := ping(t, c.pid, c.ip); err != nil {
+			t.Errorf("%s: %v", c.what, err)
+		}
+	}
+}
+
+// TestAttachNodeIPv6Disabled: a dual-stack AttachNode into a namespace
+// whose new links have IPv6 disabled fails wrapping EACCES, naming the
+// sysctl, and removes its veth again.
+func TestAttachNodeIPv6Disabled(t *testing.T) {
+	needRoot(t, "unshare", "nsenter")
+	needIPv6(t)
+	cluster := testCluster(t, "noipv6")
+	n := NamesFor(cluster)
+	p := dualPlan(cluster)
+	if err := Setup(p); err != nil {
+		t.Fatalf("Setup: %v", err)
+	}
+	pid := startNetns(t)
+	off := exec.Command("nsenter", "--target", strconv.Itoa(pid), "--net",
+		"sh", "-c", "echo 1 > /proc/sys/net/ipv6/conf/default/disable_ipv6")
+	if out, err := off.CombinedOutput(); err != nil {
+		t.Fatalf("%s: %v\n%s", off, err, out)
+	}
+	err := AttachNode(p, 0, pid)
+	if !errors.Is(err, unix.EACCES) || !strings.Contains(err.Error(), "disable_ipv6") {
+		t.Errorf("AttachNode = %v, want EACCES naming disable_ipv6", err)
+	}
+	if _, err := netlink.LinkByName(n.HostVeth(0)); !isNotFound(err) {
+		t.Errorf("host veth after the failed AttachNode: %v, want not found", err)
+	}
+}
+
+// TestServiceOnBridge6: a dual-stack process-executor plan without a
+// whole IPv6 range routes the IPv6 service CIDR on the bridge once
+// RouteServices ran, and a stray global IPv6 address on the bridge goes
+// on the next Setup while a link-local one stays.
+func TestServiceOnBridge6(t *testing.T) {
+	needRoot(t)
+	needIPv6(t)
+	cluster := testCluster(t, "proc6")
+	n := NamesFor(cluster)
+	p := dualPlan(cluster)
+	p.Whole, p.Whole6 = netip.Prefix{}, netip.Prefix{}
+	p.ServiceVia, p.ServiceVia6 = netip.Addr{}, netip.Addr{}
+	p.Nodes = p.Nodes[2:] // the local node
+	if err := Setup(p); err != nil {
+		t.Fatalf("Setup: %v", err)
+	}
+	br, err := netlink.LinkByName(n.Bridge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// (A bridge without ports has no link-local address yet: add one.)
+	for _, a := range []string{"fd12:3456:789a::99/64", "fe80::99/64"} {
+		addr, _ := netlink.ParseAddr(a)
+		addr.Flags = unix.IFA_F_NODAD
+		if err := netlink.AddrAdd(br, addr); err != nil {
+			t.Fatalf("add %s to the bridge: %v", a, err)
+		}
+	}
+	if err := Setup(p); err != nil {
+		t.Fatalf("Setup again: %v", err)
+	}
+	host, err := netlink.NewHandle()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(host.Close)
+	wantOnlyAddr6(t, host, br, "fd12:3456:789a::1/64")
+	if addrs, err := netlink.AddrList(br, netlink.FAMILY_V6); err != nil ||
+		!slices.ContainsFunc(addrs, func(a netlink.Addr) bool { return a.IPNet.String() == "fe80::99/64" }) {
+		t.Errorf("bridge IPv6 addresses = %v, %v; want fe80::99/64 kept", addrs, err)
+	}
+	wantUnreachable(t, "fd12:3456:789a:1::1") // until RouteServices
+	if err := RouteServices(p); err != nil {
+		t.Fatalf("RouteServices: %v", err)
+	}
+	wantVia(t, "fd12:3456:789a:1::1", br.Attrs().Index, "")
+	wantUnreachable(t, "fd12:3456:789a:8002::9") // no CNI bridge yet
+	if err := Teardown(cluster); err != nil {
+		t.Fatalf("Teardown: %v", err)
+	}
+	wantClean(t, cluster)
+}

@@ -1,10 +1,15 @@
 package network
 
 import (
+	"fmt"
 	"net/netip"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 var (
@@ -31,6 +36,25 @@ func examplePlan(cluster string) Plan {
 		},
 		ServiceVia: ma("10.254.0.2"),
 	}
+}
+
+// dualPlan is examplePlan with an IPv6 half in fd12:3456:789a::/48: nodes
+// 0 and 1 at ::2 and ::3 with /64 pod CIDRs, local node 2 at the bridge.
+func dualPlan(cluster string) Plan {
+	p := examplePlan(cluster)
+	p.NodeCIDR6 = mp("fd12:3456:789a::/64")
+	p.BridgeIP6 = ma("fd12:3456:789a::1")
+	p.ClusterCIDR6 = mp("fd12:3456:789a:8000::/49")
+	p.ServiceCIDR6 = mp("fd12:3456:789a:1::/112")
+	p.LoadBalancerCIDR6 = mp("fd12:3456:789a:2::/112")
+	p.Whole6 = mp("fd12:3456:789a::/48")
+	p.ServiceVia6 = ma("fd12:3456:789a::2")
+	p.Nodes = slices.Clone(p.Nodes)
+	for i, ip6 := range []string{"fd12:3456:789a::2", "fd12:3456:789a::3", "fd12:3456:789a::1"} {
+		p.Nodes[i].IP6 = ma(ip6)
+		p.Nodes[i].PodCIDR6 = netip.PrefixFrom(ma(fmt.Sprintf("fd12:3456:789a:800%d::", i)), 64)
+	}
+	return p
 }
 
 func TestPlanValidate(t *testing.T) {
@@ -63,6 +87,66 @@ func TestPlanValidate(t *testing.T) {
 		{"pod CIDRs overlap", func(p *Plan) { p.Nodes[1].PodCIDR = mp("10.254.128.0/23") },
 			[]string{"pod CIDRs of nodes 0 (10.254.128.0/24) and 1 (10.254.128.0/23) overlap"}},
 		{"index too big", func(p *Plan) { p.Nodes[1].Index = MaxNodeIndex + 1 }, []string{"node index 100000"}},
+		{"dual stack", func(p *Plan) { *p = dualPlan(p.Cluster) }, nil},
+		{"dual stack, separate IPv6 CIDRs, services on the bridge", func(p *Plan) {
+			*p = dualPlan(p.Cluster)
+			p.Whole6, p.LoadBalancerCIDR6, p.ServiceVia6 = netip.Prefix{}, netip.Prefix{}, netip.Addr{}
+			p.ServiceCIDR6 = mp("fd99::/112")
+		}, nil},
+		{"local node without IPv6 address", func(p *Plan) {
+			*p = dualPlan(p.Cluster)
+			p.Nodes[2].IP6 = netip.Addr{}
+		}, nil},
+		{"IPv6 fields without IPv6 node CIDR", func(p *Plan) {
+			p.ClusterCIDR6 = mp("fd12:3456:789a:8000::/49")
+			p.ServiceVia6 = ma("fd12:3456:789a::2")
+			p.Nodes[1].PodCIDR6 = mp("fd12:3456:789a:8001::/64")
+		}, []string{"no IPv6 node CIDR, but IPv6 fields are set: ClusterCIDR6, ServiceVia6, node 1 IP6/PodCIDR6"}},
+		{"IPv4 prefixes in IPv6 fields", func(p *Plan) {
+			*p = dualPlan(p.Cluster)
+			p.ServiceCIDR6 = mp("10.9.0.0/16")
+			p.ClusterCIDR6 = mp("::ffff:10.8.0.0/112")
+			p.Whole6 = mp("10.0.0.0/8")
+		}, []string{`IPv6 service CIDR "10.9.0.0/16" is not an IPv6 prefix`,
+			`IPv6 cluster CIDR "::ffff:10.8.0.0/112" is not an IPv6 prefix`, `IPv6 whole cluster range "10.0.0.0/8" is not an IPv6 prefix`}},
+		{"IPv6 in an IPv4 field", func(p *Plan) {
+			*p = dualPlan(p.Cluster)
+			p.ServiceCIDR = mp("fd12:3456:789a:1::/112")
+		}, []string{`service CIDR "fd12:3456:789a:1::/112" is not an IPv4 prefix`}},
+		{"IPv6 overlap", func(p *Plan) {
+			*p = dualPlan(p.Cluster)
+			p.LoadBalancerCIDR6 = mp("fd12:3456:789a:8000::/112")
+		}, []string{"IPv6 cluster CIDR fd12:3456:789a:8000::/49 overlaps IPv6 LoadBalancer CIDR fd12:3456:789a:8000::/112"}},
+		{"IPv6 node CIDR too small", func(p *Plan) {
+			*p = dualPlan(p.Cluster)
+			p.NodeCIDR6 = mp("fd12:3456:789a::/127")
+		}, []string{"IPv6 node CIDR fd12:3456:789a::/127 has no room"}},
+		{"IPv6 bridge address is the subnet-router anycast", func(p *Plan) {
+			*p = dualPlan(p.Cluster)
+			p.BridgeIP6 = ma("fd12:3456:789a::")
+		}, []string{"IPv6 bridge address fd12:3456:789a:: is not a host address of IPv6 node CIDR fd12:3456:789a::/64"}},
+		{"every IPv6 node problem at once, with an IPv4 one", func(p *Plan) {
+			*p = dualPlan(p.Cluster)
+			p.Nodes[0].IP6 = ma("fd12:3456:789a::1")
+			p.Nodes[1].IP6 = netip.Addr{}
+			p.Nodes[1].PodCIDR6 = mp("fd12:3456:789a:1::/64")
+			p.Nodes[2].IP6 = ma("fd12:3456:789a::5")
+			p.ServiceVia6 = ma("fd12:3456:789b::2")
+			p.Nodes[0].PodCIDR = mp("10.254.1.0/24")
+		}, []string{
+			"node 0 IPv6 address fd12:3456:789a::1 is not a free host address of IPv6 node CIDR fd12:3456:789a::/64",
+			"node 1 IPv6 address invalid IP is not a free host address",
+			"node 1 IPv6 pod CIDR fd12:3456:789a:1::/64 is not inside IPv6 cluster CIDR fd12:3456:789a:8000::/49",
+			"node 2 is local but its IPv6 address fd12:3456:789a::5 is not the IPv6 bridge address fd12:3456:789a::1",
+			"IPv6 service route via fd12:3456:789b::2: not a node address in IPv6 node CIDR",
+			"node 0 pod CIDR 10.254.1.0/24 is not inside cluster CIDR",
+		}},
+		{"IPv6 pod CIDRs overlap, shared IPv6 address", func(p *Plan) {
+			*p = dualPlan(p.Cluster)
+			p.Nodes[1].PodCIDR6 = mp("fd12:3456:789a:8000::/63")
+			p.Nodes[1].IP6 = p.Nodes[0].IP6
+		}, []string{"IPv6 pod CIDRs of nodes 0 (fd12:3456:789a:8000::/64) and 1 (fd12:3456:789a:8000::/63) overlap",
+			"nodes 0 and 1 share IPv6 address fd12:3456:789a::2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -89,10 +173,11 @@ func TestPlanValidate(t *testing.T) {
 
 func TestPlanRoutesAndRules(t *testing.T) {
 	tests := []struct {
-		name       string
-		edit       func(*Plan)
-		wantRanges []string
-		wantRoutes []string // Setup's
+		name        string
+		edit        func(*Plan)
+		wantRanges  []string
+		wantRanges6 []string
+		wantRoutes  []string // Setup's
 		// wantServiceRoutes are RouteServices'.
 		wantServiceRoutes []string
 		wantNAT           []string
@@ -156,6 +241,53 @@ func TestPlanRoutesAndRules(t *testing.T) {
 				"-s 10.254.0.0/24 -j MASQUERADE",
 			},
 		},
+		{
+			name:        "dual stack: IPv6 routes after the IPv4 ones, no IPv6 masquerade",
+			edit:        func(p *Plan) { *p = dualPlan(p.Cluster) },
+			wantRanges:  []string{"10.254.0.0/16"},
+			wantRanges6: []string{"fd12:3456:789a::/48"},
+			wantRoutes: []string{
+				"10.254.128.0/24 via 10.254.0.2",
+				"10.254.129.0/24 via 10.254.0.3",
+				"unreachable 10.254.0.0/16",
+				"fd12:3456:789a:8000::/64 via fd12:3456:789a::2",
+				"fd12:3456:789a:8001::/64 via fd12:3456:789a::3",
+				"unreachable fd12:3456:789a::/48",
+			},
+			wantServiceRoutes: []string{
+				"10.254.16.0/20 via 10.254.0.2", "10.254.32.0/20 via 10.254.0.2",
+				"fd12:3456:789a:1::/112 via fd12:3456:789a::2", "fd12:3456:789a:2::/112 via fd12:3456:789a::2",
+			},
+			wantNAT: []string{
+				"-d 10.254.0.0/16 -j RETURN",
+				"-s 10.254.128.0/17 -j MASQUERADE",
+				"-s 10.254.0.0/24 -j MASQUERADE",
+			},
+		},
+		{
+			name: "dual stack, separate IPv6 CIDRs, process executor",
+			edit: func(p *Plan) {
+				*p = dualPlan(p.Cluster)
+				p.Whole6, p.ServiceVia, p.ServiceVia6, p.LoadBalancerCIDR6 = netip.Prefix{}, netip.Addr{}, netip.Addr{}, netip.Prefix{}
+				p.Nodes = p.Nodes[2:]
+			},
+			wantRanges:  []string{"10.254.0.0/16"},
+			wantRanges6: []string{"fd12:3456:789a::/64", "fd12:3456:789a:1::/112", "fd12:3456:789a:8000::/49"},
+			wantRoutes: []string{
+				"unreachable 10.254.0.0/16",
+				"unreachable fd12:3456:789a::/64",
+				"unreachable fd12:3456:789a:1::/112",
+				"unreachable fd12:3456:789a:8000::/49",
+			},
+			wantServiceRoutes: []string{
+				"10.254.16.0/20 dev bridge", "10.254.32.0/20 dev bridge", "fd12:3456:789a:1::/112 dev bridge",
+			},
+			wantNAT: []string{
+				"-d 10.254.0.0/16 -j RETURN",
+				"-s 10.254.128.0/17 -j MASQUERADE",
+				"-s 10.254.0.0/24 -j MASQUERADE",
+			},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -167,6 +299,9 @@ func TestPlanRoutesAndRules(t *testing.T) {
 			}
 			if got := strs(p.clusterRanges()); !reflect.DeepEqual(got, tt.wantRanges) {
 				t.Errorf("clusterRanges = %q, want %q", got, tt.wantRanges)
+			}
+			if got := strs(p.clusterRanges6()); !slices.Equal(got, tt.wantRanges6) {
+				t.Errorf("clusterRanges6 = %q, want %q", got, tt.wantRanges6)
 			}
 			if got := strs(p.routes()); !reflect.DeepEqual(got, tt.wantRoutes) {
 				t.Errorf("routes = %q, want %q", got, tt.wantRoutes)
@@ -229,4 +364,32 @@ func strs[T interface{ String() string }](xs []T) []string {
 		out[i] = x.String()
 	}
 	return out
+}
+
+// TestServiceUnreachable: a node namespace's rules cover the service and
+// LoadBalancer CIDRs of both families, the IPv6 ones as IPv6 rules.
+func TestServiceUnreachable(t *testing.T) {
+	tests := []struct {
+		name string
+		p    Plan
+		want []string // "family dst"
+	}{
+		{"IPv4", examplePlan("kubernix"), []string{"0 10.254.16.0/20", "0 10.254.32.0/20"}},
+		{"dual stack", dualPlan("kubernix"), []string{"0 10.254.16.0/20", "0 10.254.32.0/20",
+			fmt.Sprintf("%d fd12:3456:789a:1::/112", netlink.FAMILY_V6), fmt.Sprintf("%d fd12:3456:789a:2::/112", netlink.FAMILY_V6)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []string
+			for _, r := range serviceUnreachable(tt.p.normalized()) {
+				if r.Type != unix.RTN_UNREACHABLE || r.IifName != NodeInterface || r.Priority != serviceUnreachablePriority {
+					t.Errorf("rule %v: want unreachable, iif %s, priority %d", r, NodeInterface, serviceUnreachablePriority)
+				}
+				got = append(got, fmt.Sprintf("%d %s", r.Family, r.Dst))
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("serviceUnreachable = %q, want %q", got, tt.want)
+			}
+		})
+	}
 }

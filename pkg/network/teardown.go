@@ -12,8 +12,10 @@ import (
 // Teardown removes, from the cluster name alone, everything Setup and
 // AttachNode made for cluster: the jump rules and the chains (and, once
 // empty, the iptables tables any cluster's rules made: hosttables.go), the
-// guard table, a process-executor node's NetworkPolicy table, the host veths (their peers go with them), the CNI bridge, the cluster bridge (its
-// routes go with it) and the cluster's unreachable routes. It is idempotent:
+// guard table (and one of the older family ip), a process-executor node's
+// NetworkPolicy table, the host veths (their peers go with them), the CNI
+// bridge, the cluster bridge (its routes, IPv4 and IPv6, go with it) and
+// the cluster's unreachable routes of both families. It is idempotent:
 // what is already gone is skipped, and every other failure is collected
 // with errors.Join while the rest is still removed. net.ipv4.ip_forward is
 // left as it is (the cluster package restores it with the other sysctls
@@ -73,11 +75,11 @@ func Teardown(cluster string) error {
 
 // Leftovers lists what of cluster's network exists on the host, one
 // human-readable line each: the cluster's links (bridge, CNI bridge, host
-// veths), routes carrying Protocol on those links, its unreachable routes,
-// its iptables chains and the jump rules to them, its guard table and its
-// NetworkPolicy table in the host's namespace. It
-// is empty after Teardown. It errors only when it cannot look (netlink,
-// iptables or nft failing), returning what it found so far.
+// veths), routes carrying Protocol on those links, its unreachable routes
+// (IPv4 and IPv6), its iptables chains and the jump rules to them, its
+// guard table (either family) and its NetworkPolicy table in the host's
+// namespace. It is empty after Teardown. It errors only when it cannot
+// look (netlink, iptables or nft failing), returning what it found so far.
 func Leftovers(cluster string) ([]string, error) {
 	n := NamesFor(cluster)
 	var out []string
@@ -91,11 +93,9 @@ func Leftovers(cluster string) ([]string, error) {
 		names[l.Attrs().Index] = l.Attrs().Name
 		out = append(out, fmt.Sprintf("link %s (%s)", l.Attrs().Name, l.Type()))
 	}
-	routes, err := retryDump(func() ([]netlink.Route, error) {
-		return netlink.RouteListFiltered(netlink.FAMILY_V4, &netlink.Route{Protocol: Protocol}, netlink.RT_FILTER_PROTOCOL)
-	})
+	routes, err := protocolRoutes()
 	if err != nil {
-		errs = append(errs, fmt.Errorf("list routes: %w", err))
+		errs = append(errs, err)
 	}
 	for _, r := range routes {
 		if _, onOurs := names[r.LinkIndex]; (onOurs && r.LinkIndex != 0) || n.ownsUnreachable(r) {

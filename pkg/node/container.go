@@ -67,6 +67,9 @@ type Container struct {
 	// MountPointsRecord is the file that records the mount points made
 	// on the host for Binds.
 	MountPointsRecord string
+	// IPv6 keeps IPv6 on in the sandbox and turns IPv6 forwarding on
+	// there: the node of a dual-stack or IPv6 cluster.
+	IPv6 bool
 
 	mu  sync.Mutex
 	pid int
@@ -142,6 +145,9 @@ func (c *Container) HolderArgv() []string {
 	if c.Pause != "" {
 		argv = append(argv, "--exec", c.Pause)
 	}
+	if c.IPv6 {
+		argv = append(argv, "--ipv6")
+	}
 	return argv
 }
 
@@ -208,7 +214,7 @@ func (c *Container) wrapper(pid string) []string {
 // one, blocks until ctx ends (SIGTERM). The network inside (lo, eth0) is set
 // up from the host by the network package. A shared dir under a private
 // one is an error: the tmpfs would hide it.
-func SandboxInit(ctx context.Context, hostname string, shared, private []string, binds []Bind, readyFile, pause string) error {
+func SandboxInit(ctx context.Context, hostname string, shared, private []string, binds []Bind, readyFile, pause string, ipv6 bool) error {
 	for _, p := range private {
 		for _, d := range shared {
 			if rel, err := filepath.Rel(p, d); err == nil && rel != ".." && !strings.HasPrefix(rel, "../") {
@@ -219,7 +225,7 @@ func SandboxInit(ctx context.Context, hostname string, shared, private []string,
 	if err := unix.Sethostname([]byte(hostname)); err != nil {
 		return fmt.Errorf("sethostname %s: %w", hostname, err)
 	}
-	if err := networkSysctls(); err != nil {
+	if err := networkSysctls(ipv6); err != nil {
 		return err
 	}
 	if err := unix.Mount("tmpfs", "/run", "tmpfs", unix.MS_NOSUID|unix.MS_NODEV, "mode=0755"); err != nil {
@@ -264,16 +270,21 @@ func SandboxInit(ctx context.Context, hostname string, shared, private []string,
 }
 
 // networkSysctls sets the sandbox's new network namespace up:
-// forwarding on (it is per namespace, and off in a new one), and IPv6
-// off, as the cluster is IPv4 (pods' own namespaces are not affected).
-// kube-proxy then runs single-stack: one table to sync instead of two, as
-// upstream decides by /proc/sys/net/ipv6/conf/all/disable_ipv6
-// (k8s.io/kubernetes cmd/kube-proxy/app: platformCheckSupported).
-func networkSysctls() error {
+// forwarding on (it is per namespace, and off in a new one). Without
+// ipv6, IPv6 goes off, as the cluster is IPv4 (pods' own namespaces are
+// not affected): kube-proxy then runs single-stack, one table to sync
+// instead of two, as upstream decides by
+// /proc/sys/net/ipv6/conf/all/disable_ipv6 (k8s.io/kubernetes
+// cmd/kube-proxy/app: platformCheckSupported). With ipv6, IPv6
+// forwarding goes on instead (the node routes its pods' IPv6 traffic;
+// the host never forwards IPv6, see pkg/network).
+func networkSysctls(ipv6 bool) error {
 	set := map[string]string{"/proc/sys/net/ipv4/ip_forward": "1"}
-	if _, err := os.Stat("/proc/sys/net/ipv6"); err == nil {
+	if _, err := os.Stat("/proc/sys/net/ipv6"); err == nil && !ipv6 {
 		set["/proc/sys/net/ipv6/conf/all/disable_ipv6"] = "1"
 		set["/proc/sys/net/ipv6/conf/default/disable_ipv6"] = "1"
+	} else if ipv6 {
+		set["/proc/sys/net/ipv6/conf/all/forwarding"] = "1"
 	}
 	for path, v := range set {
 		if err := os.WriteFile(path, []byte(v+"\n"), 0o644); err != nil {

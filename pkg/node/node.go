@@ -60,12 +60,29 @@ func HostNetwork(executor string) bool { return executor == config.ExecutorProce
 
 // Node is one node of the cluster.
 type Node struct {
-	Index   int
-	Name    string
-	IP      netip.Addr
+	Index int
+	Name  string
+	// IP is the node's IPv4 address on the node network (every IP
+	// family has it).
+	IP netip.Addr
+	// PodCIDR is the node's IPv4 pod CIDR (unused in an IPv6 cluster).
 	PodCIDR netip.Prefix
-	Exec    Executor
+	// IP6 and PodCIDR6 are the node's IPv6 address and pod CIDR; zero
+	// in an IPv4 cluster.
+	IP6      netip.Addr
+	PodCIDR6 netip.Prefix
+	// IPs are the node's addresses as Kubernetes sees them (kubelet
+	// --node-ip, the Node's InternalIPs), primary family first: [IP],
+	// [IP, IP6] or [IP6].
+	IPs []netip.Addr
+	// PodCIDRs are the node's pod CIDRs (Node spec.podCIDRs), primary
+	// family first, as IPs.
+	PodCIDRs []netip.Prefix
+	Exec     Executor
 }
+
+// PrimaryIP is the node's address of the primary IP family: IPs[0].
+func (n *Node) PrimaryIP() netip.Addr { return n.IPs[0] }
 
 // Process is the executor whose nodes are the host itself.
 type Process struct{}

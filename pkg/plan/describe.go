@@ -162,7 +162,7 @@ func describeControlPlane(p *Plan) ([]Described, error) {
 	etcdSpec := etcd.Spec{Binary: p.Bin("etcd"), Name: p.Cfg.Name, DataDir: p.Paths.EtcdData(), IP: p.APIServerIP, PKI: b}
 	api, err := apiserver.Describe(apiserver.Spec{
 		Release: p.Release, Binary: p.Bin("kube-apiserver"), IP: p.APIServerIP, Port: p.Cfg.APIServerPort,
-		EtcdURL: etcdSpec.ClientURL(), ServiceCIDR: p.Net.Service, ClusterDomain: p.Cfg.ClusterDomain,
+		EtcdURL: etcdSpec.ClientURL(), ServiceCIDRs: p.Net.ServiceCIDRs(), ClusterDomain: p.Cfg.ClusterDomain,
 		PKI: b, AuditPolicyFile: p.Paths.AuditPolicy(), AuditLogFile: p.Paths.Log(scope, "audit"),
 		Policy: p.AuditPolicy, FeatureGates: p.Cfg.FeatureGates, RuntimeConfig: p.Cfg.RuntimeConfig,
 	})
@@ -187,8 +187,8 @@ func describeControlPlane(p *Plan) ([]Described, error) {
 	return append(append(out, plain(
 		controllermanager.Describe(controllermanager.Spec{
 			Release: p.Release, Binary: p.Bin("kube-controller-manager"), Kubeconfig: p.Paths.Kubeconfig(controllermanager.Name),
-			IP: p.APIServerIP, ClusterCIDR: p.Net.Cluster, NodeMaskSize: p.Net.NodeMaskSize,
-			ServiceCIDR: p.Net.Service, PKI: b, FeatureGates: p.Cfg.FeatureGates,
+			IP: p.APIServerIP, ClusterCIDRs: p.Net.ClusterCIDRs(), NodeMaskSize: p.Net.NodeMaskSize,
+			NodeMaskSize6: p.Net.NodeMaskSize6, ServiceCIDRs: p.Net.ServiceCIDRs(), PKI: b, FeatureGates: p.Cfg.FeatureGates,
 		}))...),
 		sched,
 		task(controllerAccountsTask, "create the controllers' service accounts in kube-system in advance", Live.MakeControllerAccounts),
@@ -280,8 +280,11 @@ func (p *Plan) describeContainerd(nd *node.Node, sandbox string) (Described, err
 	spec := ctrdcomp.Spec{
 		Release: p.Release, Binary: p.Bin("containerd"), NodeName: nd.Name, ConfigFile: np.ContainerdConfig(),
 		Config: p.ContainerdConfig(nd), Sandbox: sandbox,
-		CNI: ctrdcomp.CNIConfig{Name: "kubernix", Bridge: p.CNIBridge(nd), PodCIDR: nd.PodCIDR.String(),
+		CNI: ctrdcomp.CNIConfig{Name: "kubernix", Bridge: p.CNIBridge(nd), PodCIDR: nd.PodCIDRs[0].String(),
 			Gateway: true, DataDir: np.CNIData()},
+	}
+	if len(nd.PodCIDRs) > 1 {
+		spec.CNI.PodCIDR6 = nd.PodCIDRs[1].String()
 	}
 	if p.Rootless {
 		wrapper, err := p.runtimeWrapper()
@@ -422,7 +425,7 @@ func (p *Plan) RegistrySpec() registry.Spec {
 	return registry.Spec{
 		Binary: p.Bin(registry.Name), ConfigFile: p.Paths.RegistryConfig(), LocalConfigFile: p.Paths.RegistryLocalConfig(),
 		StorageDir: p.Paths.Registry(), AuthDir: p.Paths.RegistryAuth(),
-		IP: p.APIServerIP, LocalIP: registryLocalIP, Port: p.Cfg.RegistryPort, HostsDir: p.Paths.Registries(),
+		IP: p.Net.BridgeIP(), LocalIP: registryLocalIP, Port: p.Cfg.RegistryPort, HostsDir: p.Paths.Registries(),
 		Mirrors: p.Cfg.RegistryMirrors,
 	}
 }
@@ -498,7 +501,7 @@ func (p *Plan) KubeletSpec(nd *node.Node) kubelet.Spec {
 	b := pki.Files(p.PKISpec())
 	kp := b.Kubelets[nd.Name]
 	return kubelet.Spec{
-		Release: p.Release, Binary: p.Bin("kubelet"), NodeName: nd.Name, NodeIP: nd.IP,
+		Release: p.Release, Binary: p.Bin("kubelet"), NodeName: nd.Name, NodeIP: nd.IP, NodeIPs: nd.IPs,
 		Kubeconfig: p.Paths.Kubeconfig(nd.Name), ConfigFile: np.KubeletConfig(),
 		RootDir: np.KubeletRoot(), PodLogsDir: np.PodLogs(), RuntimeEndpoint: np.ContainerdSocket(),
 		CAFile: b.CA.Cert, TLSCert: kp.Serving.Cert, TLSKey: kp.Serving.Key,
@@ -512,9 +515,9 @@ func (p *Plan) KubeletSpec(nd *node.Node) kubelet.Spec {
 func (p *Plan) KubeProxySpec(nd *node.Node) kubeproxy.Spec {
 	np := p.Paths.Node(nd.Name)
 	return kubeproxy.Spec{
-		Release: p.Release, Binary: p.Bin("kube-proxy"), NodeName: nd.Name, NodeIP: nd.IP,
+		Release: p.Release, Binary: p.Bin("kube-proxy"), NodeName: nd.Name, NodeIP: nd.IP, NodeIPs: nd.IPs,
 		Kubeconfig: p.Paths.Kubeconfig(kubeproxy.Name), ConfigFile: np.KubeProxyConfig(),
-		ClusterCIDR: p.Net.Cluster, CanLowerOOMScore: p.Facts.HasSysResource,
+		ClusterCIDRs: p.Net.ClusterCIDRs(), CanLowerOOMScore: p.Facts.HasSysResource,
 		SetConntrack: false, ToolDir: np.KubeProxyPath(), NFT: p.Bin("nft"),
 		FeatureGates: p.Cfg.FeatureGates,
 	}

@@ -23,7 +23,7 @@ func describeCloudController(p *Plan) ([]Described, error) {
 	}
 	spec := cloudcontroller.Spec{
 		Self: self, ClusterName: p.Cfg.Name, Kubeconfig: p.Paths.Kubeconfig(cloudcontroller.Name),
-		Pool: p.Net.LoadBalancer, IP: p.APIServerIP, After: []string{clusterAdminsTask},
+		Pools: p.Net.LoadBalancerCIDRs(), IP: p.APIServerIP, After: []string{clusterAdminsTask},
 	}
 	if p.Rootless && p.RootlesskitStateDir != "" {
 		spec.RootlesskitAPI = filepath.Join(p.RootlesskitStateDir, "api.sock")

@@ -35,7 +35,8 @@ type Plan struct {
 	Release release.Release
 	// Names of the host interfaces and iptables chains of the cluster.
 	Names network.Names
-	// APIServerIP is where the control plane listens: the bridge address.
+	// APIServerIP is where the control plane listens: the bridge address
+	// of the primary IP family.
 	APIServerIP netip.Addr
 	Nodes       []*node.Node
 	// ImagesDir holds the built-in image tarballs (pause, CoreDNS, agnhost).
@@ -97,26 +98,57 @@ func New(cfg config.Config, facts doctor.Facts, imagesDir string, rootless Rootl
 		RootlesskitStateDir: rootless.StateDir,
 	}
 	p.Executor = cfg.EffectiveExecutor(p.Rootless)
+	if n.Family == config.IPFamilyIPv6 {
+		// The kubernetes Service's endpoint (--advertise-address) must be
+		// of its family.
+		p.APIServerIP = n.BridgeIP6()
+	}
 	for i := range cfg.Nodes {
-		nd := &node.Node{Index: i, Name: cfg.NodeName(i)}
-		if nd.PodCIDR, err = n.PodCIDR(i); err != nil {
+		nd, err := p.newNode(i)
+		if err != nil {
 			return nil, err
-		}
-		nd.Exec = node.New(p.Executor, p.sandbox(nd))
-		nd.IP = n.BridgeIP()
-		if !nd.Exec.HostNetwork() {
-			if nd.IP, err = n.NodeIP(i); err != nil {
-				return nil, err
-			}
 		}
 		p.Nodes = append(p.Nodes, nd)
 	}
 	return p, nil
 }
 
+// newNode is node i of p: its addresses and pod CIDRs in each family
+// of the cluster.
+func (p *Plan) newNode(i int) (*node.Node, error) {
+	n := p.Net
+	nd := &node.Node{Index: i, Name: p.Cfg.NodeName(i)}
+	var err error
+	if nd.PodCIDR, err = n.PodCIDR(i); err != nil {
+		return nil, err
+	}
+	if nd.PodCIDR6, err = n.PodCIDR6(i); err != nil {
+		return nil, err
+	}
+	nd.Exec = node.New(p.Executor, p.sandbox(nd))
+	nd.IP, nd.IP6 = n.BridgeIP(), n.BridgeIP6()
+	if !nd.Exec.HostNetwork() {
+		if nd.IP, err = n.NodeIP(i); err != nil {
+			return nil, err
+		}
+		if nd.IP6, err = n.NodeIP6(i); err != nil {
+			return nil, err
+		}
+	}
+	switch n.Family {
+	case config.IPFamilyIPv6:
+		nd.IPs, nd.PodCIDRs = []netip.Addr{nd.IP6}, []netip.Prefix{nd.PodCIDR6}
+	case config.IPFamilyDual:
+		nd.IPs, nd.PodCIDRs = []netip.Addr{nd.IP, nd.IP6}, []netip.Prefix{nd.PodCIDR, nd.PodCIDR6}
+	default:
+		nd.IPs, nd.PodCIDRs = []netip.Addr{nd.IP}, []netip.Prefix{nd.PodCIDR}
+	}
+	return nd, nil
+}
+
 // CheckRootless refuses what a rootless cluster cannot do: mounts
 // (nodes[].mounts), whose mount points would have to be made as the user
-// inside rootlesskit's copied-up /etc, /run and /var/lib. The error wraps
+// inside rootlesskit's copied-up /etc, /run and /var/lib, and IPv6. The error wraps
 // config.ErrInvalid (exit 2).
 func CheckRootless(cfg config.Config) error {
 	var errs []error
@@ -124,6 +156,9 @@ func CheckRootless(cfg config.Config) error {
 		for j, m := range spec.Mounts {
 			errs = append(errs, fmt.Errorf("nodes[%d].mounts[%d] %s: mounts are not supported in a rootless cluster (kubernix run as an ordinary user): their mount points would have to be made as that user, inside rootlesskit's copied-up directories; run kubernix up as root, or remove the mount", i, j, m.HostPath))
 		}
+	}
+	if config.HasIPv6(cfg.IPFamily) {
+		errs = append(errs, fmt.Errorf("--ip-family %s: IPv6 is not supported in a rootless cluster (kubernix run as an ordinary user) yet; run kubernix up as root, or use --ip-family ipv4", cfg.IPFamily))
 	}
 	return config.Invalid(" in rootless mode", errs)
 }
@@ -146,6 +181,7 @@ func (p *Plan) sandbox(nd *node.Node) *node.Container {
 		// root dir (k8s.io/kubelet/pkg/apis/deviceplugin DevicePluginPath).
 		PrivateDirs: []string{"/var/lib/kubelet"},
 		Pause:       p.Bin("pause"),
+		IPv6:        config.HasIPv6(p.Net.Family),
 	}
 }
 
@@ -177,10 +213,28 @@ func (p *Plan) NetworkPlan() network.Plan {
 			Index: nd.Index, IP: nd.IP, PodCIDR: nd.PodCIDR, Local: nd.Exec.HostNetwork(),
 		})
 	}
+	p.addIPv6(&np)
 	if len(p.Nodes) > 0 && !p.Nodes[0].Exec.HostNetwork() {
 		np.ServiceVia = p.Nodes[0].IP
+		np.ServiceVia6 = p.Nodes[0].IP6
 	}
 	return np
+}
+
+// addIPv6 adds the cluster's IPv6 ranges and the nodes' IPv6 addresses
+// and pod CIDRs to np, when it has them.
+func (p *Plan) addIPv6(np *network.Plan) {
+	if !p.Net.Node6.IsValid() {
+		return
+	}
+	np.NodeCIDR6, np.BridgeIP6, np.Whole6 = p.Net.Node6, p.Net.BridgeIP6(), p.Net.Whole6
+	np.ClusterCIDR6, np.ServiceCIDR6 = p.Net.Cluster6, p.Net.Service6
+	if p.Cfg.HasAddon(addons.LoadBalancer) {
+		np.LoadBalancerCIDR6 = p.Net.LoadBalancer6
+	}
+	for i, nd := range p.Nodes {
+		np.Nodes[i].IP6, np.Nodes[i].PodCIDR6 = nd.IP6, nd.PodCIDR6
+	}
 }
 
 // PKISpec lists the identities the cluster needs.
@@ -194,8 +248,15 @@ func (p *Plan) PKISpec() pki.Spec {
 			"kubernetes.default.svc." + p.Cfg.ClusterDomain,
 		},
 	}
+	if bridge := p.Net.BridgeIP(); bridge != p.APIServerIP {
+		spec.APIServerIPs = append(spec.APIServerIPs, bridge.AsSlice())
+	}
 	for _, nd := range p.Nodes {
-		spec.Nodes = append(spec.Nodes, pki.Node{Name: nd.Name, IPs: []net.IP{nd.IP.AsSlice()}})
+		ips := []net.IP{nd.IP.AsSlice()}
+		if nd.IP6.IsValid() {
+			ips = append(ips, nd.IP6.AsSlice())
+		}
+		spec.Nodes = append(spec.Nodes, pki.Node{Name: nd.Name, IPs: ips})
 	}
 	spec.Services = p.addonServices()
 	return spec

@@ -161,6 +161,8 @@ func TestPlanGolden(t *testing.T) {
 		{"1-node", func(t testing.TB) *plan.Plan { return plantest.Plan(t, 1) }},
 		{"3-node", func(t testing.TB) *plan.Plan { return plantest.Plan(t, 3) }},
 		{"rootless", plantest.Rootless},
+		{"3-node-dual", func(t testing.TB) *plan.Plan { return plantest.Family(t, 3, config.IPFamilyDual) }},
+		{"3-node-ipv6", func(t testing.TB) *plan.Plan { return plantest.Family(t, 3, config.IPFamilyIPv6) }},
 	}
 	// One per other release: where its flags or files differ, it shows.
 	for _, v := range release.Known()[1:] {

@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"errors"
 	"maps"
 	"os"
 	"path/filepath"
@@ -76,6 +77,18 @@ func TestRootlessPlan(t *testing.T) {
 	root := plantest.Plan(t, 1)
 	if got := root.CgroupRoot(root.Nodes[0]); got != "/kubernix/golden-node-0" {
 		t.Errorf("root mode cgroup root = %s", got)
+	}
+}
+
+// TestRootlessIPv6Refused: a rootless plan of a dual-stack or IPv6
+// cluster is refused with exit 2, naming --ip-family; as root it is not.
+func TestRootlessIPv6Refused(t *testing.T) {
+	for _, family := range []string{config.IPFamilyDual, config.IPFamilyIPv6} {
+		pl := plantest.Family(t, 1, family)
+		_, err := plan.New(pl.Cfg, pl.Facts, "/IMAGES", plan.Rootless{Enabled: true})
+		if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "--ip-family "+family+": IPv6 is not supported in a rootless cluster") {
+			t.Errorf("%s: rootless plan error = %v", family, err)
+		}
 	}
 }
 

@@ -98,7 +98,7 @@ func overlapProblems(cfg config.Config, n config.Network, uses []network.HostUse
 	flags := []struct {
 		flag string
 		p    netip.Prefix
-	}{{"--node-cidr", n.Node}, {"--service-cidr", n.Service}, {"--cluster-cidr", n.Cluster}, {"--cidr", whole}}
+	}{{"--node-cidr", n.Node}, {"--service-cidr", n.Service}, {"--cluster-cidr", n.Cluster}, {"--cidr", whole}, {"--cidr6", n.Whole6}}
 	hits := make([][]string, len(flags))
 	var taken []netip.Prefix
 	for _, u := range uses {
@@ -113,6 +113,10 @@ func overlapProblems(cfg config.Config, n config.Network, uses []network.HostUse
 	var errs []error
 	for i, f := range flags {
 		if len(hits[i]) == 0 {
+			continue
+		}
+		if f.flag == "--cidr6" {
+			errs = append(errs, fmt.Errorf("--cidr6 %s overlaps %s on this host; choose another unique local range, e.g. %s (see `ip -6 addr` and `ip -6 route`)", f.p, listed(hits[i]), config.DefaultCIDR6(cfg.Name+"-"+f.p.String())))
 			continue
 		}
 		inWhole := f.flag != "--cidr" && whole.IsValid() && whole.Bits() <= f.p.Bits() && whole.Contains(f.p.Addr())

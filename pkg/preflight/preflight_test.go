@@ -135,6 +135,10 @@ func TestOverlapProblems(t *testing.T) {
 		{"nothing free", nil,
 			[]network.HostUse{use("10.0.0.0/8", "a"), use("172.16.0.0/12", "b"), use("192.168.0.0/16", "c"), use("100.64.0.0/10", "d")},
 			[]string{"choose a range that no address or route of this host overlaps"}},
+		{"IPv6 range on a host link", map[string]string{"family": "dual", "cidr6": "fd00::/48"},
+			[]network.HostUse{use("fd00::/64", "address fd00::2/64 on link eth0")},
+			[]string{"--cidr6 fd00::/48 overlaps address fd00::2/64 on link eth0 on this host; choose another unique local range, e.g. fd"}},
+		{"IPv6 elsewhere, IPv4 cluster", nil, []network.HostUse{use("fd00::/64", "address fd00::2/64 on link eth0")}, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -144,6 +148,9 @@ func TestOverlapProblems(t *testing.T) {
 				cfg.CIDR = v
 			}
 			cfg.NodeCIDR, cfg.ServiceCIDR, cfg.ClusterCIDR = tt.args["node"], tt.args["service"], tt.args["cluster"]
+			if v, ok := tt.args["family"]; ok {
+				cfg.IPFamily, cfg.CIDR6 = v, tt.args["cidr6"]
+			}
 			cfg.Resolve()
 			n, err := cfg.Network()
 			if err != nil {

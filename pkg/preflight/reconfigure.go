@@ -39,6 +39,8 @@ var newClusterKeys = map[string]string{
 	"service_cidr":        "existing Services (kubernetes, kube-dns) keep their ClusterIPs, which cannot change, in etcd",
 	"cluster_cidr":        "a Node's pod CIDR (spec.podCIDR) cannot change once set",
 	"node_cidr_mask_size": "a Node's pod CIDR (spec.podCIDR) cannot change once set",
+	"ip_family":           "a Node's pod CIDRs (spec.podCIDRs) cannot change once set, and Services keep their IP families in etcd",
+	"cidr6":               "a Node's pod CIDRs (spec.podCIDRs) cannot change once set, and Services keep their ClusterIPs in etcd",
 }
 
 // carvedKeys are the settings of newClusterKeys that Resolve derives from

@@ -11,6 +11,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"net/http"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -25,11 +26,14 @@ import (
 
 // env is one test cluster's identity and the tools to drive it.
 type env struct {
-	t          *testing.T
-	binDir     string
-	name       string
-	stateDir   string
-	cidr       string
+	t        *testing.T
+	binDir   string
+	name     string
+	stateDir string
+	cidr     string
+	// cidr6 is the cluster's IPv6 range, "" for an IPv4 cluster: the
+	// leak check looks for routes in it too.
+	cidr6      string
 	kubeconfig string // the user kubeconfig kubernix merges into
 	extra      []string
 	// netnsBefore are the entries of /run/netns when the test began.
@@ -285,6 +289,9 @@ func (e *env) leftovers(nodes []string, hostKubeChains bool) []string {
 		}
 	}
 	out = append(out, routesLeft(e.cidr)...)
+	if e.cidr6 != "" {
+		out = append(out, routesLeft6(e.cidr6)...)
+	}
 	for _, n := range nodes {
 		matches, _ := filepath.Glob("/sys/fs/cgroup/*/kubernix/" + n)
 		for _, m := range matches {
@@ -301,6 +308,31 @@ func routesLeft(cidr string) []string {
 	routes, _ := exec.Command("ip", "route", "show", "table", "all").Output()
 	for _, line := range strings.Split(string(routes), "\n") {
 		if strings.Contains(line, cidr16(cidr)) {
+			out = append(out, "route: "+line)
+		}
+	}
+	return out
+}
+
+// routesLeft6 lists the host's IPv6 routes (every table) into the IPv6
+// prefix cidr6, each line prefixed "route: ".
+func routesLeft6(cidr6 string) []string {
+	r := netip.MustParsePrefix(cidr6)
+	var out []string
+	routes, _ := exec.Command("ip", "-6", "route", "show", "table", "all").Output()
+	for _, line := range strings.Split(string(routes), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 1 && (f[0] == "unreachable" || f[0] == "blackhole") {
+			f = f[1:]
+		}
+		if len(f) == 0 {
+			continue
+		}
+		dst := f[0]
+		if !strings.Contains(dst, "/") {
+			dst += "/128"
+		}
+		if p, err := netip.ParsePrefix(dst); err == nil && p.Overlaps(r) {
 			out = append(out, "route: "+line)
 		}
 	}

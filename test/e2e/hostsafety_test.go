@@ -74,7 +74,7 @@ func TestHostSafety(t *testing.T) {
 	})
 
 	t.Run("a neighbour reaches nothing, the host everything", func(t *testing.T) {
-		n := newNeighbour(t, a.cidr)
+		n := newNeighbour(t, a.cidr, "")
 		defer n.remove()
 		targets := map[string]string{
 			"apiserver": svcA.bridgeIP + ":6443",
@@ -316,9 +316,12 @@ const neighbourNetnsPrefix = "kxnb-"
 // neighbour: each uses the same link names and addresses.
 var neighbours sync.Mutex
 
-// newNeighbour makes the neighbour of a cluster on cidr, once no other
-// test has one; it is removed with remove or at the end of t.
-func newNeighbour(t *testing.T, cidr string) *neighbour {
+// newNeighbour makes the neighbour of a cluster on cidr (and, unless
+// cidr6 is "", on the IPv6 range cidr6: the veth then also has
+// neighbourHost6 and neighbourPeer6, and a route for cidr6 via the
+// host), once no other test has one; it is removed with remove or at
+// the end of t.
+func newNeighbour(t *testing.T, cidr, cidr6 string) *neighbour {
 	t.Helper()
 	neighbours.Lock()
 	n := &neighbour{t: t, name: neighbourNetnsPrefix + strconv.Itoa(os.Getpid()), ns: netns.None()}
@@ -341,16 +344,38 @@ func newNeighbour(t *testing.T, cidr string) *neighbour {
 	} {
 		run(t, append([]string{"ip", "-n", n.name}, args...)...)
 	}
+	if cidr6 != "" {
+		run(t, "ip", "addr", "add", neighbourHost6+"/64", "dev", "kxnbh0", "nodad")
+		run(t, "ip", "-n", n.name, "addr", "add", neighbourPeer6+"/64", "dev", "kxnbn0", "nodad")
+		run(t, "ip", "-n", n.name, "route", "add", cidr6, "via", neighbourHost6)
+	}
 	ns, err := netns.GetFromName(n.name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	n.ns = ns
-	// The control: the neighbour does reach the host, so a refused
-	// cluster address is the guard's doing, not a broken path.
-	l, err := net.Listen("tcp", "172.31.254.1:0")
+	if cidr6 != "" {
+		n.control(neighbourHost6)
+	}
+	n.control("172.31.254.1")
+	return n
+}
+
+// The IPv6 addresses of a neighbour's veth (newNeighbour with a cidr6):
+// the host's end and the neighbour's.
+const (
+	neighbourHost6 = "fdff:e2e:254::1"
+	neighbourPeer6 = "fdff:e2e:254::2"
+)
+
+// control checks that the neighbour reaches the host at its address
+// host, so that a refused cluster address is the guard's doing, not a
+// broken path.
+func (n *neighbour) control(host string) {
+	n.t.Helper()
+	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
-		t.Fatal(err)
+		n.t.Fatal(err)
 	}
 	defer l.Close()
 	go func() {
@@ -358,10 +383,9 @@ func newNeighbour(t *testing.T, cidr string) *neighbour {
 			c.Close()
 		}
 	}()
-	if err := dial(ns, l.Addr().String()); err != nil {
-		t.Fatalf("the neighbour cannot reach the host at %s: %v", l.Addr(), err)
+	if err := dial(n.ns, l.Addr().String()); err != nil {
+		n.t.Fatalf("the neighbour cannot reach the host at %s: %v", l.Addr(), err)
 	}
-	return n
 }
 
 // dial opens a TCP connection to addr from network namespace ns (the

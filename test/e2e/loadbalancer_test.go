@@ -102,7 +102,7 @@ func TestLoadBalancer(t *testing.T) {
 	})
 
 	t.Run("a neighbour does not reach the LoadBalancer IP", func(t *testing.T) {
-		n := newNeighbour(t, e.cidr)
+		n := newNeighbour(t, e.cidr, "")
 		defer n.remove()
 		addr := net.JoinHostPort(lbFirstIP, lbPort)
 		if err := dial(netns.None(), addr); err != nil {

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -137,8 +138,9 @@ func checkWorkloads(ctx context.Context, t *testing.T, e *env, nodes []string) {
 	})
 
 	get := func(from pod, hostPort string) (string, error) {
+		host, port, _ := net.SplitHostPort(hostPort)
 		return e.kubectl(ctx, "exec", from.name, "--", "sh", "-c",
-			`printf 'GET /hostname HTTP/1.0\r\n\r\n' | nc -w 3 `+strings.Replace(hostPort, ":", " ", 1)+` | tail -n 1`)
+			`printf 'GET /hostname HTTP/1.0\r\n\r\n' | nc -w 3 `+host+" "+port+` | tail -n 1`)
 	}
 	t.Run("pod to pod across nodes", func(t *testing.T) {
 		for _, from := range pods {
@@ -147,7 +149,7 @@ func checkWorkloads(ctx context.Context, t *testing.T, e *env, nodes []string) {
 					continue
 				}
 				eventually(t, 20*time.Second, from.node+" -> "+to.node, func() error {
-					body, err := get(from, to.ip+":8080")
+					body, err := get(from, net.JoinHostPort(to.ip, "8080"))
 					if err == nil && strings.TrimSpace(body) != to.name {
 						return fmt.Errorf("got %q from %s, want %s", body, to.ip, to.name)
 					}
@@ -168,7 +170,7 @@ func checkWorkloads(ctx context.Context, t *testing.T, e *env, nodes []string) {
 			}
 			seen[p.node] = true
 			eventually(t, 20*time.Second, "ClusterIP from "+p.node, func() error {
-				body, err := get(p, clusterIP+":8080")
+				body, err := get(p, net.JoinHostPort(clusterIP, "8080"))
 				if err == nil && !strings.HasPrefix(strings.TrimSpace(body), "netexec-") {
 					return fmt.Errorf("got %q", body)
 				}
@@ -181,7 +183,7 @@ func checkWorkloads(ctx context.Context, t *testing.T, e *env, nodes []string) {
 		ips := strings.Fields(e.mustKubectl(ctx, "get", "nodes", "-o", `jsonpath={.items[*].status.addresses[?(@.type=="InternalIP")].address}`))
 		for _, ip := range ips {
 			eventually(t, 20*time.Second, "NodePort on "+ip, func() error {
-				body, err := httpGet(ctx, "http://"+ip+":"+nodePort+"/hostname")
+				body, err := httpGet(ctx, "http://"+net.JoinHostPort(ip, nodePort)+"/hostname")
 				if err == nil && !strings.HasPrefix(body, "netexec-") {
 					return fmt.Errorf("got %q", body)
 				}

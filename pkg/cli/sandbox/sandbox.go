@@ -13,6 +13,7 @@ import (
 // namespaces; see node.SandboxInit.
 func NewCommand(env *common.Env) *cobra.Command {
 	var hostname, ready, pause string
+	var ipv6 bool
 	var shared, private, bindArgs []string
 	cmd := &cobra.Command{
 		Use:    "sandbox-init",
@@ -28,7 +29,7 @@ func NewCommand(env *common.Env) *cobra.Command {
 				}
 				binds = append(binds, b)
 			}
-			return node.SandboxInit(cmd.Context(), hostname, shared, private, binds, ready, pause)
+			return node.SandboxInit(cmd.Context(), hostname, shared, private, binds, ready, pause, ipv6)
 		},
 	}
 	cmd.Flags().StringVar(&hostname, "hostname", "", "hostname of the sandbox")
@@ -37,6 +38,7 @@ func NewCommand(env *common.Env) *cobra.Command {
 	cmd.Flags().StringArrayVar(&private, "private", nil, "directory to cover with an empty tmpfs of the sandbox's own")
 	cmd.Flags().StringArrayVar(&bindArgs, "bind", nil, `host path to mount in the sandbox, as JSON: {"source":..., "target":..., "readOnly":true}`)
 	cmd.Flags().StringVar(&pause, "exec", "", "program to exec once the sandbox is set up, to hold it")
+	cmd.Flags().BoolVar(&ipv6, "ipv6", false, "keep IPv6 on and forward it (a node of a dual-stack or IPv6 cluster)")
 	_ = env
 	return cmd
 }

@@ -56,10 +56,12 @@ type Spec struct {
 	// cluster bridge, local to this machine and reachable from pods through
 	// the kubernetes Service. (Advertising 127.0.0.1 is rejected by the
 	// endpoint reconciler, and binding all interfaces would expose it.)
-	IP            netip.Addr
-	Port          int
-	EtcdURL       string
-	ServiceCIDR   netip.Prefix
+	IP      netip.Addr
+	Port    int
+	EtcdURL string
+	// ServiceCIDRs are the service CIDRs, one per IP family, primary
+	// first; the kubernetes Service takes the primary's first address.
+	ServiceCIDRs  []netip.Prefix
 	ClusterDomain string
 	PKI           *pki.Bundle
 	// AuditPolicyFile is where AuditPolicy's output is written (the
@@ -157,7 +159,7 @@ func Command(s Spec) process.Command {
 		"--service-account-issuer=https://kubernetes.default.svc." + s.ClusterDomain,
 		"--service-account-key-file=" + p.ServiceAccountPub,
 		"--service-account-signing-key-file=" + p.ServiceAccountKey,
-		"--service-cluster-ip-range=" + s.ServiceCIDR.String(),
+		"--service-cluster-ip-range=" + components.JoinPrefixes(s.ServiceCIDRs),
 		"--authorization-mode=Node,RBAC",
 		"--enable-admission-plugins=NodeRestriction",
 		"--encryption-provider-config=" + p.EncryptionConfig,

@@ -1,11 +1,13 @@
 // Package cloudcontroller describes kubernix's cloud controller: the
 // hidden `kubernix cloud-controller` subcommand (pkg/loadbalancer), which
 // runs the upstream service controller of k8s.io/cloud-provider so that
-// LoadBalancer Services get an IP of the cluster's pool.
+// LoadBalancer Services get an IP of the cluster's pool of each of their
+// IP families.
 package cloudcontroller
 
 import (
 	"net/netip"
+	"strings"
 
 	"github.com/kubernix/kubernix/pkg/boot"
 	"github.com/kubernix/kubernix/pkg/components"
@@ -30,8 +32,10 @@ type Spec struct {
 	// Kubeconfig is the controller's identity; its RBAC binding is
 	// applied by the components named in After.
 	Kubeconfig string
-	// Pool is the LoadBalancer pool (config.Network.LoadBalancer).
-	Pool netip.Prefix
+	// Pools are the LoadBalancer pools, one per IP family of the
+	// cluster, primary first (config.Network.LoadBalancer and
+	// LoadBalancer6).
+	Pools []netip.Prefix
 	// IP is where /healthz listens: the bridge address.
 	IP netip.Addr
 	// RootlesskitAPI is rootlesskit's API socket in a rootless cluster,
@@ -61,11 +65,16 @@ func Describe(s Spec) components.Description {
 	}
 }
 
-// Command returns the process: `kubernix cloud-controller`.
+// Command returns the process: `kubernix cloud-controller`, its pools in
+// one --pool, comma-separated.
 func Command(s Spec) process.Command {
+	pools := make([]string, len(s.Pools))
+	for i, p := range s.Pools {
+		pools[i] = p.String()
+	}
 	args := []string{"cloud-controller",
 		"--kubeconfig=" + s.Kubeconfig,
-		"--pool=" + s.Pool.String(),
+		"--pool=" + strings.Join(pools, ","),
 		"--healthz=" + netip.AddrPortFrom(s.IP, HealthzPort).String(),
 		"--cluster-name=" + s.ClusterName,
 	}

@@ -28,6 +28,10 @@ type CNIConfig struct {
 	// PodCIDR is the node's pod subnet, e.g. "10.244.1.0/24"; the bridge
 	// gets its first address when Gateway is set.
 	PodCIDR string
+	// PodCIDR6 is the node's second pod subnet in a dual-stack cluster,
+	// of the other IP family (IPv6), e.g. "fd00:0:0:8000::/64"; "" for
+	// a single-stack one. Each pod gets an address of each subnet.
+	PodCIDR6 string
 	// Gateway gives the bridge the gateway address, so pods route through
 	// the host.
 	Gateway bool
@@ -84,10 +88,19 @@ func RenderCNI(c CNIConfig) ([]byte, error) {
 	if err := c.Validate(); err != nil {
 		return nil, err
 	}
-	prefix := netip.MustParsePrefix(c.PodCIDR)
-	defaultRoute := "0.0.0.0/0"
-	if prefix.Addr().Is6() {
-		defaultRoute = "::/0"
+	var ranges [][]cniRange
+	var routes []cniRoute
+	for _, cidr := range []string{c.PodCIDR, c.PodCIDR6} {
+		if cidr == "" {
+			continue
+		}
+		prefix := netip.MustParsePrefix(cidr)
+		ranges = append(ranges, []cniRange{{Subnet: prefix.String()}})
+		defaultRoute := "0.0.0.0/0"
+		if prefix.Addr().Is6() {
+			defaultRoute = "::/0"
+		}
+		routes = append(routes, cniRoute{Dst: defaultRoute})
 	}
 	list := cniConfList{
 		CNIVersion: CNIVersion,
@@ -102,8 +115,8 @@ func RenderCNI(c CNIConfig) ([]byte, error) {
 				MTU:         c.MTU,
 				IPAM: cniIPAM{
 					Type:    "host-local",
-					Ranges:  [][]cniRange{{{Subnet: prefix.String()}}},
-					Routes:  []cniRoute{{Dst: defaultRoute}},
+					Ranges:  ranges,
+					Routes:  routes,
 					DataDir: c.DataDir,
 				},
 			},
@@ -130,10 +143,22 @@ func (c CNIConfig) Validate() error {
 	if err := checkIfaceName(c.Bridge); err != nil {
 		errs = append(errs, fmt.Errorf("bridge: %w", err))
 	}
-	if p, err := netip.ParsePrefix(c.PodCIDR); err != nil {
+	p, err := netip.ParsePrefix(c.PodCIDR)
+	if err != nil {
 		errs = append(errs, fmt.Errorf("pod CIDR: %w", err))
 	} else if p != p.Masked() {
 		errs = append(errs, fmt.Errorf("pod CIDR %q: host bits set, want %s", c.PodCIDR, p.Masked()))
+	}
+	if c.PodCIDR6 != "" {
+		p6, err6 := netip.ParsePrefix(c.PodCIDR6)
+		switch {
+		case err6 != nil:
+			errs = append(errs, fmt.Errorf("second pod CIDR: %w", err6))
+		case p6 != p6.Masked():
+			errs = append(errs, fmt.Errorf("second pod CIDR %q: host bits set, want %s", c.PodCIDR6, p6.Masked()))
+		case err == nil && p6.Addr().Is4() == p.Addr().Is4():
+			errs = append(errs, fmt.Errorf("pod CIDRs %s and %s: of the same IP family", p, p6))
+		}
 	}
 	if !filepath.IsAbs(c.DataDir) {
 		errs = append(errs, fmt.Errorf("data dir %q: not an absolute path", c.DataDir))

@@ -5,6 +5,7 @@ package controllermanager
 
 import (
 	"net/netip"
+	"slices"
 	"strconv"
 
 	"github.com/kubernix/kubernix/pkg/release"
@@ -27,13 +28,17 @@ const SecurePort = 10257
 type Spec struct {
 	// Release is the Kubernetes release Binary is built for: flags and
 	// config fields that differ between releases are chosen from it.
-	Release      release.Release
-	Binary       string
-	Kubeconfig   string
-	IP           netip.Addr // bind address of the secure port
-	ClusterCIDR  netip.Prefix
-	NodeMaskSize int
-	ServiceCIDR  netip.Prefix
+	Release    release.Release
+	Binary     string
+	Kubeconfig string
+	IP         netip.Addr // bind address of the secure port
+	// ClusterCIDRs are the pod ranges, one per IP family, primary first.
+	ClusterCIDRs []netip.Prefix
+	// NodeMaskSize and NodeMaskSize6 are the prefix lengths of a node's
+	// IPv4 and IPv6 pod CIDRs.
+	NodeMaskSize, NodeMaskSize6 int
+	// ServiceCIDRs are the service CIDRs, one per IP family, primary first.
+	ServiceCIDRs []netip.Prefix
 	PKI          *pki.Bundle
 	// FeatureGates are set with --feature-gates, gate name to on or off
 	// (config.Config.FeatureGates); none when empty.
@@ -58,32 +63,46 @@ func Describe(s Spec) components.Description {
 	}
 }
 
+// nodeMaskSizes are the flags of the pod CIDR sizes: one
+// --node-cidr-mask-size for a single family, or the two per family of a
+// dual-stack cluster (k8s.io/kubernetes pkg/controller/nodeipam:
+// --node-cidr-mask-size is then refused).
+func nodeMaskSizes(s Spec) []string {
+	switch {
+	case len(s.ClusterCIDRs) == 2:
+		return []string{"--node-cidr-mask-size-ipv4=" + strconv.Itoa(s.NodeMaskSize), "--node-cidr-mask-size-ipv6=" + strconv.Itoa(s.NodeMaskSize6)}
+	case len(s.ClusterCIDRs) == 1 && s.ClusterCIDRs[0].Addr().Is6():
+		return []string{"--node-cidr-mask-size=" + strconv.Itoa(s.NodeMaskSize6)}
+	}
+	return []string{"--node-cidr-mask-size=" + strconv.Itoa(s.NodeMaskSize)}
+}
+
 // Command returns kube-controller-manager's process. Leader election is off:
 // there is one instance, and electing would delay a restart by a lease.
 func Command(s Spec) process.Command {
 	return process.Command{
 		Path: s.Binary,
-		Args: append(append(components.ControllerArgs(s.Kubeconfig, s.IP, SecurePort, s.PKI.ControllerManagerServing,
+		Args: slices.Concat(components.ControllerArgs(s.Kubeconfig, s.IP, SecurePort, s.PKI.ControllerManagerServing,
 			s.PKI.CA.Cert, s.PKI.FrontProxyCA.Cert),
-			"--allocate-node-cidrs=true",
-			"--cluster-cidr="+s.ClusterCIDR.String(),
-			"--node-cidr-mask-size="+strconv.Itoa(s.NodeMaskSize),
-			"--service-cluster-ip-range="+s.ServiceCIDR.String(),
-			"--cluster-signing-cert-file="+s.PKI.CA.Cert,
-			"--cluster-signing-key-file="+s.PKI.CA.Key,
-			"--root-ca-file="+s.PKI.CA.Cert,
-			"--service-account-private-key-file="+s.PKI.ServiceAccountKey,
-			"--use-service-account-credentials=true",
-			// Each controller gets its own service account and token
-			// through the shared client, rate-limited by default to 20
-			// requests/s (burst 30): on a fresh cluster that alone holds
-			// the controllers back for seconds. The apiserver is local and
-			// ours alone.
-			"--kube-api-qps=200",
-			"--kube-api-burst=400",
-			"--configure-cloud-routes=false",
-			"--leader-elect=false",
-			"--profiling=false",
-		), components.FeatureGatesArgs(s.FeatureGates)...),
+			[]string{"--allocate-node-cidrs=true", "--cluster-cidr=" + components.JoinPrefixes(s.ClusterCIDRs)},
+			nodeMaskSizes(s),
+			[]string{
+				"--service-cluster-ip-range=" + components.JoinPrefixes(s.ServiceCIDRs),
+				"--cluster-signing-cert-file=" + s.PKI.CA.Cert,
+				"--cluster-signing-key-file=" + s.PKI.CA.Key,
+				"--root-ca-file=" + s.PKI.CA.Cert,
+				"--service-account-private-key-file=" + s.PKI.ServiceAccountKey,
+				"--use-service-account-credentials=true",
+				// Each controller gets its own service account and token
+				// through the shared client, rate-limited by default to 20
+				// requests/s (burst 30): on a fresh cluster that alone holds
+				// the controllers back for seconds. The apiserver is local and
+				// ours alone.
+				"--kube-api-qps=200",
+				"--kube-api-burst=400",
+				"--configure-cloud-routes=false",
+				"--leader-elect=false",
+				"--profiling=false",
+			}, components.FeatureGatesArgs(s.FeatureGates)),
 	}
 }

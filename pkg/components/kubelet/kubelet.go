@@ -38,10 +38,15 @@ const (
 type Spec struct {
 	// Release is the Kubernetes release Binary is built for: flags and
 	// config fields that differ between releases are chosen from it.
-	Release    release.Release
-	Binary     string
-	NodeName   string
-	NodeIP     netip.Addr
+	Release  release.Release
+	Binary   string
+	NodeName string
+	// NodeIP is the node's IPv4 address: /healthz listens there.
+	NodeIP netip.Addr
+	// NodeIPs are the node's addresses as Kubernetes sees them
+	// (--node-ip), primary IP family first; the kubelet serves its API
+	// on the first. Empty means [NodeIP].
+	NodeIPs    []netip.Addr
 	Kubeconfig string
 	ConfigFile string
 	RootDir    string
@@ -76,6 +81,14 @@ type Spec struct {
 	FeatureGates map[string]bool
 }
 
+// nodeIPs is NodeIPs, or [NodeIP] when it is empty.
+func (s Spec) nodeIPs() []netip.Addr {
+	if len(s.NodeIPs) == 0 {
+		return []netip.Addr{s.NodeIP}
+	}
+	return s.NodeIPs
+}
+
 // HealthURL is the kubelet's /healthz endpoint.
 func (s Spec) HealthURL() string { return components.HealthURL(s.NodeIP, HealthzPort, false) }
 
@@ -85,7 +98,7 @@ func Config(s Spec) *kubeletv1beta1.KubeletConfiguration {
 	zero := int32(0)
 	c := &kubeletv1beta1.KubeletConfiguration{
 		TypeMeta:                 metav1.TypeMeta{APIVersion: "kubelet.config.k8s.io/v1beta1", Kind: "KubeletConfiguration"},
-		Address:                  s.NodeIP.String(),
+		Address:                  s.nodeIPs()[0].String(),
 		Port:                     Port,
 		ReadOnlyPort:             zero, // it serves pod data without authentication
 		HealthzBindAddress:       s.NodeIP.String(),
@@ -199,7 +212,7 @@ func Describe(s Spec) (components.Description, error) {
 		Binary: Name, Command: Command(s), InSandbox: true,
 		Files: []components.File{{Path: s.ConfigFile, Content: b}},
 		Dirs:  []string{s.RootDir, s.PodLogsDir},
-		Ports: []components.Port{{IP: s.NodeIP, Port: Port}, {Name: "healthz", IP: s.NodeIP, Port: HealthzPort}},
+		Ports: []components.Port{{IP: s.nodeIPs()[0], Port: Port}, {Name: "healthz", IP: s.NodeIP, Port: HealthzPort}},
 		Probe: ready, Liveness: &health,
 	}, nil
 }
@@ -211,7 +224,7 @@ func Command(s Spec) process.Command {
 		"--kubeconfig=" + s.Kubeconfig,
 		"--root-dir=" + s.RootDir,
 		"--hostname-override=" + s.NodeName,
-		"--node-ip=" + s.NodeIP.String(),
+		"--node-ip=" + components.JoinAddrs(s.nodeIPs()),
 	}
 	if self := SelfLabels(s.Labels); len(self) > 0 {
 		args = append(args, "--node-labels="+labels.FormatLabels(self))

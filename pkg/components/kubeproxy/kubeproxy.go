@@ -43,13 +43,20 @@ const (
 type Spec struct {
 	// Release is the Kubernetes release Binary is built for: flags and
 	// config fields that differ between releases are chosen from it.
-	Release     release.Release
-	Binary      string
-	NodeName    string
-	NodeIP      netip.Addr
-	Kubeconfig  string
-	ConfigFile  string
-	ClusterCIDR netip.Prefix
+	Release  release.Release
+	Binary   string
+	NodeName string
+	// NodeIP is the node's IPv4 address: /healthz and /metrics listen
+	// there.
+	NodeIP netip.Addr
+	// NodeIPs are the node's addresses as Kubernetes sees them, primary
+	// IP family first: NodePorts answer on them, and the first decides
+	// kube-proxy's primary family. Empty means [NodeIP].
+	NodeIPs    []netip.Addr
+	Kubeconfig string
+	ConfigFile string
+	// ClusterCIDRs are the pod ranges, one per IP family, primary first.
+	ClusterCIDRs []netip.Prefix
 	// CanLowerOOMScore is false without CAP_SYS_RESOURCE: kube-proxy then
 	// keeps its oom_score_adj instead of failing to lower it.
 	CanLowerOOMScore bool
@@ -72,17 +79,25 @@ func (s Spec) HealthURL() string { return components.HealthURL(s.NodeIP, Healthz
 
 // Config returns the node's KubeProxyConfiguration.
 func Config(s Spec) *proxyv1alpha1.KubeProxyConfiguration {
+	nodeIPs := s.NodeIPs
+	if len(nodeIPs) == 0 {
+		nodeIPs = []netip.Addr{s.NodeIP}
+	}
+	var nodePorts []string
+	for _, ip := range nodeIPs {
+		nodePorts = append(nodePorts, netip.PrefixFrom(ip, ip.BitLen()).String())
+	}
 	c := &proxyv1alpha1.KubeProxyConfiguration{
 		TypeMeta:           metav1.TypeMeta{APIVersion: "kubeproxy.config.k8s.io/v1alpha1", Kind: "KubeProxyConfiguration"},
 		ClientConnection:   componentbase.ClientConnectionConfiguration{Kubeconfig: s.Kubeconfig},
 		HostnameOverride:   s.NodeName,
-		BindAddress:        s.NodeIP.String(),
+		BindAddress:        nodeIPs[0].String(),
 		HealthzBindAddress: netip.AddrPortFrom(s.NodeIP, HealthzPort).String(),
 		MetricsBindAddress: netip.AddrPortFrom(s.NodeIP, MetricsPort).String(),
 		Mode:               "nftables",
-		ClusterCIDR:        s.ClusterCIDR.String(),
-		// NodePorts answer on the node IP only, not on every host address.
-		NodePortAddresses: []string{netip.PrefixFrom(s.NodeIP, 32).String()},
+		ClusterCIDR:        components.JoinPrefixes(s.ClusterCIDRs),
+		// NodePorts answer on the node IPs only, not on every host address.
+		NodePortAddresses: nodePorts,
 		FeatureGates:      maps.Clone(s.FeatureGates),
 	}
 	if !s.CanLowerOOMScore {

@@ -48,6 +48,18 @@ func Plan(t testing.TB, nodes int, executor ...string) *plan.Plan {
 	return Of(t, cfg)
 }
 
+// Family is Plan of nodes nodes of the IP family named
+// (config.IPFamilyDual or config.IPFamilyIPv6), its IPv6 range the one
+// DefaultCIDR6 derives from "golden".
+func Family(t testing.TB, nodes int, family string) *plan.Plan {
+	t.Helper()
+	cfg := config.Default()
+	cfg.Name = "golden"
+	cfg.Nodes = nodes
+	cfg.IPFamily = family
+	return Of(t, cfg)
+}
+
 // Release is Plan of 1 node for the Kubernetes release version (one of
 // release.Known), its binaries under /BIN too.
 func Release(t testing.TB, version string) *plan.Plan {
