@@ -45,7 +45,7 @@ UPSTREAM   := $(BIN)/kube $(BIN)/kubectl $(BIN)/agnhost $(BIN)/containerd \
 KUBERNIX_SRC := $(shell find cmd pkg assets images -type f 2>/dev/null) go.mod go.sum
 
 .PHONY: all deps bins release-bins images build install uninstall up down test unit e2e e2e-release soak bench doctor clean fmt vet vet-bundle \
-	conformance conformance-bins netpol
+	conformance conformance-bins netpol dualstack conformance-ipv6
 
 all: build
 
@@ -327,6 +327,23 @@ conformance: deps bins images build
 # $(OUT)/conformance.
 netpol: deps bins images build
 	SUITE=netpol OUT=$(OUT) BIN=$(BIN) IMAGES=$(IMAGES) GO=$(GO) CONF=$(CONFORMANCE_OUT) \
+		KUBERNETES_VERSION=$(KUBERNETES_VERSION) RELEASE_MODULE=$(RELEASE_MOD) hack/conformance.sh
+
+# `make dualstack [FOCUS=regex] [SKIP=regex] [PROCS=8]` (issue #28) runs
+# upstream's dual-stack e2e specs (`[Feature:IPv6DualStack]`, not the
+# SCTP-socket one) offline on a 3-node --ip-family dual cluster, the same
+# way: reports and summary.md under $(OUT)/conformance.
+dualstack: deps bins images build
+	SUITE=dualstack OUT=$(OUT) BIN=$(BIN) IMAGES=$(IMAGES) GO=$(GO) CONF=$(CONFORMANCE_OUT) \
+		KUBERNETES_VERSION=$(KUBERNETES_VERSION) RELEASE_MODULE=$(RELEASE_MOD) hack/conformance.sh
+
+# `make conformance-ipv6` (issue #28) runs the [Conformance] specs on a
+# 3-node --ip-family ipv6 cluster of its own (conformance-ipv6): reports
+# and summary.md under $(OUT)/conformance/ipv6, e2e.test shared with
+# `make conformance`.
+conformance-ipv6: deps bins images build
+	OUT=$(OUT) BIN=$(BIN) IMAGES=$(IMAGES) GO=$(GO) CONF=$(CONFORMANCE_OUT)/ipv6 CONF_BIN=$(CONFORMANCE_BIN) \
+		CONFORMANCE_NAME=conformance-ipv6 CONFORMANCE_FLAGS="--ip-family ipv6 $(CONFORMANCE_FLAGS)" \
 		KUBERNETES_VERSION=$(KUBERNETES_VERSION) RELEASE_MODULE=$(RELEASE_MOD) hack/conformance.sh
 
 # Benchmark (issue #7): up/down real clusters of each size, several runs,

@@ -35,6 +35,10 @@
 # `\[Feature:NetworkPolicy\]|Netpol API`, SKIP to SCTPConnectivity, the
 # specs that need SCTP sockets, which this kernel lacks): one run,
 # "netpol", PROCS processes, no extra images (they use agnhost alone).
+# SUITE=dualstack (`make dualstack`) runs the dual-stack specs
+# (test/e2e/network/dual_stack.go, `\[Feature:IPv6DualStack\]`, SKIP
+# SCTPConnectivity) the same way on a cluster of --ip-family dual.
+# CONF_BIN is where e2e.test, ginkgo and summary are (default $CONF/bin).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -44,8 +48,9 @@ IMAGES=${IMAGES:-$OUT/images}
 GO=${GO:-go}
 MAKE=${MAKE:-make}
 CONF=${CONF:-$OUT/conformance}
-E2E_TEST=$CONF/bin/e2e.test
-GINKGO=$CONF/bin/ginkgo
+CONF_BIN=${CONF_BIN:-$CONF/bin}
+E2E_TEST=$CONF_BIN/e2e.test
+GINKGO=$CONF_BIN/ginkgo
 NAME=${CONFORMANCE_NAME:-conformance}
 STATE=${CONFORMANCE_STATE_DIR:-$CONF/state}
 PROCS=${PROCS:-8}
@@ -61,12 +66,18 @@ netpol)
 	SKIP=${SKIP:-SCTPConnectivity}
 	RUNS=(netpol)
 	;;
+dualstack)
+	FOCUS=${FOCUS:-'\[Feature:IPv6DualStack\]'}
+	SKIP=${SKIP:-SCTPConnectivity}
+	RUNS=(dualstack)
+	;;
 *)
-	echo "SUITE=$SUITE: want conformance or netpol" >&2
+	echo "SUITE=$SUITE: want conformance, netpol or dualstack" >&2
 	exit 2
 	;;
 esac
 read -r -a UP_FLAGS <<<"${CONFORMANCE_FLAGS:-}"
+if [[ $SUITE == dualstack ]]; then UP_FLAGS+=(--ip-family dual); fi
 if [[ -n ${KUBERNETES_VERSION:-} ]]; then UP_FLAGS+=(--kubernetes-version "$KUBERNETES_VERSION"); fi
 CLUSTER=(--name "$NAME" --state-dir "$STATE")
 KUBECONFIG_FILE=$CONF/kubeconfig
@@ -186,10 +197,10 @@ cleanup() {
 	fi
 	# Both runs, also those that never started: the summary lists a
 	# missing report as such, with the parts' times.
-	if [[ -x $CONF/bin/summary ]]; then
+	if [[ -x $CONF_BIN/summary ]]; then
 		local runs=()
 		for r in "${RUNS[@]}"; do runs+=(-run "$r=$CONF/$r/report.json"); done
-		"$CONF/bin/summary" -out "$CONF/summary.md" "${PARTS[@]}" "${runs[@]}" || rc=1
+		"$CONF_BIN/summary" -out "$CONF/summary.md" "${PARTS[@]}" "${runs[@]}" || rc=1
 		echo "reports and summary in $CONF"
 	fi
 	exit "$rc"
@@ -198,7 +209,7 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 mkdir -p "$CONF"
-rm -rf "$CONF/non-serial" "$CONF/serial" "$CONF/netpol" "$CONF/summary.md"
+rm -rf "$CONF/non-serial" "$CONF/serial" "$CONF/netpol" "$CONF/dualstack" "$CONF/summary.md"
 part build "$MAKE" --no-print-directory conformance-bins
 need
 if [[ $SUITE == conformance ]]; then
@@ -211,8 +222,8 @@ need
 part load load_images
 need
 failed=0
-if [[ $SUITE == netpol ]]; then
-	part netpol run_specs netpol "$PROCS" ''
+if [[ $SUITE != conformance ]]; then
+	part "$SUITE" run_specs "$SUITE" "$PROCS" ''
 	if [[ $RC == 130 ]]; then exit 130; fi
 	if [[ $RC != 0 ]]; then failed=1; fi
 	exit "$failed"

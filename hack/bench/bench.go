@@ -55,8 +55,8 @@ func (b *bench) run(ctx context.Context) (err error) {
 	kubeconfig := filepath.Join(tmp, "kubeconfig")
 	b.k = Kubernix{
 		BinDir: o.binDir, Layout: layout, CIDR: o.cidr, Timeout: o.timeout, Addons: o.addons,
-		NetworkPolicyOff: !o.networkPolicy,
-		Run:              Runner{Env: benchEnv(os.Environ(), kubeconfig), Log: logFile},
+		NetworkPolicyOff: !o.networkPolicy, IPFamily: o.ipFamily,
+		Run: Runner{Env: benchEnv(os.Environ(), kubeconfig), Log: logFile},
 	}
 	fmt.Fprintf(b.stdout, "bench: cluster %s in %s, cidr %s; transcript in %s\n", o.name, o.stateDir, o.cidr, logPath)
 	b.describe(ctx)
@@ -70,7 +70,7 @@ func (b *bench) run(ctx context.Context) (err error) {
 func (o options) settings() Settings {
 	return Settings{
 		Nodes: o.nodes, Runs: o.runs, ColdRuns: o.cold, Name: o.name, StateDir: o.stateDir, CIDR: o.cidr, Addons: o.addons,
-		NetworkPolicy:   o.networkPolicy,
+		NetworkPolicy: o.networkPolicy, IPFamily: o.ipFamily,
 		RSSDelaySeconds: o.rssDelay.Seconds(), TimeoutSeconds: o.timeout.Seconds(),
 		SkipImport: o.skipImport, ImportNodes: o.importNodes,
 	}

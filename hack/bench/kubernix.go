@@ -132,7 +132,9 @@ type Kubernix struct {
 	Addons string
 	// NetworkPolicyOff makes every up run with --network-policy=false.
 	NetworkPolicyOff bool
-	Run              Runner
+	// IPFamily, if set, is every up's --ip-family.
+	IPFamily string
+	Run      Runner
 }
 
 func (k Kubernix) bin(name string) string { return filepath.Join(k.BinDir, name) }
@@ -162,6 +164,9 @@ func (k Kubernix) Up(ctx context.Context, nodes int) (time.Duration, []procID, e
 	}
 	if k.NetworkPolicyOff {
 		args = append(args, "--network-policy=false")
+	}
+	if k.IPFamily != "" {
+		args = append(args, "--ip-family", k.IPFamily)
 	}
 	seen := map[procID]bool{}
 	watch := func(pid int, exited <-chan struct{}) {

@@ -40,6 +40,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -69,6 +70,8 @@ type options struct {
 	addons      string
 	// networkPolicy false runs every up with --network-policy=false.
 	networkPolicy bool
+	// ipFamily, if set, is every up's --ip-family.
+	ipFamily string
 }
 
 // run is bench: it parses args, measures, and writes the report.
@@ -126,6 +129,7 @@ func newFlagSet(stderr io.Writer, o *options) *flag.FlagSet {
 	fs.Var(&o.importNodes, "import-nodes", "comma-separated sizes at which the image import is timed")
 	fs.StringVar(&o.addons, "addons", "", "--addons of every up, e.g. coredns (default: kubernix's default addons)")
 	fs.BoolVar(&o.networkPolicy, "network-policy", true, "enforce NetworkPolicies (false: every up gets --network-policy=false, to measure what the agents cost)")
+	fs.StringVar(&o.ipFamily, "ip-family", "", "--ip-family of every up: ipv4, ipv6 or dual (default: kubernix's, ipv4)")
 	fs.BoolVar(&o.keepState, "keep-state", false, "keep the state dir (component logs) after the last run; it is kept anyway when a run failed")
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "usage: bench [flags]\n")
@@ -160,6 +164,9 @@ func (o *options) checkCounts(coldSet bool) []error {
 	}
 	if o.rssDelay < 0 {
 		errs = append(errs, fmt.Errorf("-rss-delay %s: must not be negative", o.rssDelay))
+	}
+	if !slices.Contains([]string{"", "ipv4", "ipv6", "dual"}, o.ipFamily) {
+		errs = append(errs, fmt.Errorf("-ip-family %q: ipv4, ipv6 or dual", o.ipFamily))
 	}
 	if o.importMB < 1 {
 		errs = append(errs, fmt.Errorf("-import-mb %d: at least 1", o.importMB))

@@ -78,7 +78,9 @@ type Settings struct {
 	// Addons is every up's --addons; "" for kubernix's default.
 	Addons string `json:"addons,omitempty"`
 	// NetworkPolicy is false when every up had --network-policy=false.
-	NetworkPolicy   bool    `json:"network_policy"`
+	NetworkPolicy bool `json:"network_policy"`
+	// IPFamily is every up's --ip-family; "" for kubernix's default (ipv4).
+	IPFamily        string  `json:"ip_family,omitempty"`
 	RSSDelaySeconds float64 `json:"rss_delay_seconds"`
 	TimeoutSeconds  float64 `json:"timeout_seconds"`
 	SkipImport      bool    `json:"skip_import"`
@@ -603,9 +605,13 @@ func (r *Report) Markdown(w io.Writer) error {
 	if !r.Settings.NetworkPolicy {
 		netpol = "off (`--network-policy=false`)"
 	}
-	p("- settings: nodes %s × %d run(s) (%d cold), cluster `%s`, state dir `%s`, cidr %s, addons %s, network policy %s; took %s\n",
+	family := r.Settings.IPFamily
+	if family == "" {
+		family = "ipv4"
+	}
+	p("- settings: nodes %s × %d run(s) (%d cold), cluster `%s`, state dir `%s`, cidr %s, IP family %s, addons %s, network policy %s; took %s\n",
 		joinInts(r.Settings.Nodes), r.Settings.Runs, r.Settings.ColdRuns, r.Settings.Name, r.Settings.StateDir, r.Settings.CIDR,
-		addons, netpol, r.Finished.Sub(r.Started).Round(time.Second))
+		family, addons, netpol, r.Finished.Sub(r.Started).Round(time.Second))
 	p("\nValues are `median [min–max]` over the runs of a row. *cold*: fresh state dir (PKI generated, empty etcd and\n")
 	p("containerd stores); *warm*: the previous run's state dir (PKI, etcd data and images reused).\n")
 

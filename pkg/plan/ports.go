@@ -32,13 +32,14 @@ func describePortProxy(p *Plan) ([]Described, error) {
 
 // Forwards are the ports the plan's nodes publish on the host, in
 // [[nodes]] order: each mapping's host address (config.PortMapping.Listen)
-// to its node's IP and node_port.
+// to its node's IP of the primary family (the NodePorts and hostPorts of
+// an IPv6 cluster answer on its IPv6 address) and node_port.
 func (p *Plan) Forwards() []portproxy.Forward {
 	var out []portproxy.Forward
 	for _, nd := range p.Nodes {
 		for _, m := range p.Cfg.NodeSpec(nd.Index).Ports {
 			out = append(out, portproxy.Forward{Proto: m.Proto(), Listen: m.Listen(),
-				Target: netip.AddrPortFrom(nd.IP, uint16(m.NodePort))})
+				Target: netip.AddrPortFrom(nd.PrimaryIP(), uint16(m.NodePort))})
 		}
 	}
 	return out

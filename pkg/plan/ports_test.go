@@ -15,8 +15,11 @@ import (
 
 // portsConfig is a 2-node cluster on 10.61.0.0/16 whose node 1 publishes
 // a NodePort on 127.0.0.1 and a UDP hostPort on every address.
-func portsConfig(executor string) config.Config {
+func portsConfig(executor string, family ...string) config.Config {
 	cfg := config.Default()
+	if len(family) > 0 && config.HasIPv6(family[0]) {
+		cfg.IPFamily, cfg.CIDR6 = family[0], "fd00:61::/48"
+	}
 	cfg.Name = "golden"
 	cfg.CIDR = "10.61.0.0/16"
 	cfg.Nodes, cfg.Executor = 2, executor
@@ -31,15 +34,19 @@ func portsConfig(executor string) config.Config {
 // or the bridge address when the node is the host), with its defaults.
 func TestPublished(t *testing.T) {
 	tests := []struct {
-		executor string
-		want     []string
+		executor, family string
+		want             []string
 	}{
-		{config.ExecutorContainer, []string{"tcp:127.0.0.1:8080=10.61.0.3:30080", "udp:0.0.0.0:5353=10.61.0.3:5353"}},
-		{config.ExecutorProcess, []string{"tcp:127.0.0.1:8080=10.61.0.1:30080", "udp:0.0.0.0:5353=10.61.0.1:5353"}},
+		{config.ExecutorContainer, config.IPFamilyIPv4, []string{"tcp:127.0.0.1:8080=10.61.0.3:30080", "udp:0.0.0.0:5353=10.61.0.3:5353"}},
+		{config.ExecutorProcess, config.IPFamilyIPv4, []string{"tcp:127.0.0.1:8080=10.61.0.1:30080", "udp:0.0.0.0:5353=10.61.0.1:5353"}},
+		// The NodePorts of an IPv6 cluster answer on the nodes' IPv6
+		// addresses only; those of a dual-stack one on both.
+		{config.ExecutorContainer, config.IPFamilyIPv6, []string{"tcp:127.0.0.1:8080=[fd00:61::3]:30080", "udp:0.0.0.0:5353=[fd00:61::3]:5353"}},
+		{config.ExecutorContainer, config.IPFamilyDual, []string{"tcp:127.0.0.1:8080=10.61.0.3:30080", "udp:0.0.0.0:5353=10.61.0.3:5353"}},
 	}
 	for _, tt := range tests {
-		t.Run(tt.executor, func(t *testing.T) {
-			pl := plantest.Of(t, portsConfig(tt.executor))
+		t.Run(tt.executor+"/"+tt.family, func(t *testing.T) {
+			pl := plantest.Of(t, portsConfig(tt.executor, tt.family))
 			var got []string
 			for _, f := range pl.Forwards() {
 				got = append(got, f.String())

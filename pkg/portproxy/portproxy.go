@@ -38,7 +38,8 @@ type Forward struct {
 	Proto v1.Protocol
 	// Listen is the host address and port (config.PortMapping.Listen).
 	Listen netip.AddrPort
-	// Target is the node's IP and its port (config.PortMapping.NodePort).
+	// Target is the node's IP (IPv4, or IPv6 in an IPv6 cluster) and its
+	// port (config.PortMapping.NodePort).
 	Target netip.AddrPort
 }
 
@@ -49,7 +50,9 @@ func (f Forward) String() string {
 }
 
 // ParseForward reads a Forward from its String form. It errors on a
-// protocol other than tcp or udp, or an address that is not IPv4:port.
+// protocol other than tcp or udp, a listen address that is not IPv4:port
+// or a target that is neither IPv4:port nor [IPv6]:port (a node of an
+// IPv6 cluster).
 func ParseForward(s string) (Forward, error) {
 	proto, rest, ok := strings.Cut(s, ":")
 	listen, target, ok2 := strings.Cut(rest, "=")
@@ -61,13 +64,11 @@ func ParseForward(s string) (Forward, error) {
 		return Forward{}, fmt.Errorf("%q: protocol %q: must be tcp or udp", s, proto)
 	}
 	var err error
-	for _, a := range []struct {
-		s   string
-		dst *netip.AddrPort
-	}{{listen, &f.Listen}, {target, &f.Target}} {
-		if *a.dst, err = netip.ParseAddrPort(a.s); err != nil || !a.dst.Addr().Is4() || a.dst.Port() == 0 {
-			return Forward{}, fmt.Errorf("%q: %q is not IPv4:port", s, a.s)
-		}
+	if f.Listen, err = netip.ParseAddrPort(listen); err != nil || !f.Listen.Addr().Is4() || f.Listen.Port() == 0 {
+		return Forward{}, fmt.Errorf("%q: %q is not IPv4:port", s, listen)
+	}
+	if f.Target, err = netip.ParseAddrPort(target); err != nil || f.Target.Addr().Is4In6() || f.Target.Port() == 0 {
+		return Forward{}, fmt.Errorf("%q: %q is not IPv4:port or [IPv6]:port", s, target)
 	}
 	return f, nil
 }

@@ -29,7 +29,9 @@ func TestParseForward(t *testing.T) {
 		{in: "tcp:127.0.0.1:8080", wantErr: "want PROTO:"},
 		{in: "tcp:[::1]:8080=10.10.0.2:1", wantErr: `"[::1]:8080" is not IPv4:port`},
 		{in: "tcp:127.0.0.1:0=10.10.0.2:1", wantErr: "is not IPv4:port"},
-		{in: "tcp:127.0.0.1:80=node:1", wantErr: `"node:1" is not IPv4:port`},
+		{in: "tcp:127.0.0.1:80=node:1", wantErr: `"node:1" is not IPv4:port or [IPv6]:port`},
+		{in: "tcp:127.0.0.1:8080=[fd00:61::3]:30080", want: Forward{Proto: v1.ProtocolTCP,
+			Listen: netip.MustParseAddrPort("127.0.0.1:8080"), Target: netip.MustParseAddrPort("[fd00:61::3]:30080")}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.in, func(t *testing.T) {

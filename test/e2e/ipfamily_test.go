@@ -35,7 +35,7 @@ spec:
 // host; a LAN neighbour with an IPv6 route to the cluster via the host
 // reaches nothing of it; and down leaves no IPv6 address, route or table.
 func TestDualStack(t *testing.T) {
-	e := newEnv(t, "e2e-dual", "10.221.0.0/16", "--nodes", "3", "--ip-family", "dual", "--cidr6", dualCIDR6)
+	e := newEnv(t, "e2e-dual", "10.225.0.0/16", "--nodes", "3", "--ip-family", "dual", "--cidr6", dualCIDR6)
 	e.cidr6 = dualCIDR6
 	e.parallelAt(weightLong)
 	nodes := []string{"e2e-dual-node-0", "e2e-dual-node-1", "e2e-dual-node-2"}
@@ -198,7 +198,7 @@ func TestDualStack(t *testing.T) {
 // routes included.
 func TestIPv6Only(t *testing.T) {
 	const cidr6 = "fd00:e2e:6::/48"
-	e := newEnv(t, "e2e-ipv6", "10.223.0.0/16", "--nodes", "3", "--ip-family", "ipv6", "--cidr6", cidr6)
+	e := newEnv(t, "e2e-ipv6", "10.226.0.0/16", "--nodes", "3", "--ip-family", "ipv6", "--cidr6", cidr6)
 	e.cidr6 = cidr6
 	e.parallelAt(weightLong)
 	nodes := []string{"e2e-ipv6-node-0", "e2e-ipv6-node-1", "e2e-ipv6-node-2"}
