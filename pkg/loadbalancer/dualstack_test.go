@@ -200,11 +200,11 @@ func TestParsePools(t *testing.T) {
 	}
 }
 
-// TestPoolPublishesIPv4Only checks that a publishing pool publishes a
-// dual-stack Service's IPv4 address only, lists its IPs before the
-// "localhost" entry, and unpublishes on a new spec.loadBalancerIP and on
-// delete.
-func TestPoolPublishesIPv4Only(t *testing.T) {
+// TestPoolPublishesOneFamily checks that a publishing pool publishes a
+// dual-stack Service's IPv4 address only and an IPv6-only Service's IPv6
+// address, lists the IPs before the "localhost" entry, and unpublishes
+// on a new spec.loadBalancerIP and on delete.
+func TestPoolPublishesOneFamily(t *testing.T) {
 	ctx := context.Background()
 	f := &fakePorts{}
 	p, err := NewPool(prefixes(pool6+","+pool4), lister(t))
@@ -232,8 +232,12 @@ func TestPoolPublishesIPv4Only(t *testing.T) {
 		t.Errorf("after a new spec.loadBalancerIP the forwards %q, want %q", f.forwards(), want)
 	}
 	v6only := dual("b", "IPv6", "", "")
-	if st, err := p.EnsureLoadBalancer(ctx, "c", v6only, nil); err != nil || len(st.Ingress) != 1 {
-		t.Errorf("IPv6-only Service: %+v, %v; want one IPv6 entry, no localhost", st, err)
+	v6only.Spec.Ports = ports("8081/TCP")
+	if st, err := p.EnsureLoadBalancer(ctx, "c", v6only, nil); err != nil || len(st.Ingress) != 2 || st.Ingress[1].Hostname != "localhost" {
+		t.Errorf("IPv6-only Service: %+v, %v; want its IPv6 entry, then localhost", st, err)
+	}
+	if want := []string{"127.0.0.1:8080->10.9.32.2:8080/tcp", "127.0.0.1:8081->" + net6 + "2:8081/tcp"}; !slices.Equal(f.forwards(), want) {
+		t.Errorf("with an IPv6-only Service the forwards %q, want %q", f.forwards(), want)
 	}
 	for _, svc := range []*v1.Service{s, v6only} {
 		if err := p.EnsureLoadBalancerDeleted(ctx, "c", svc); err != nil {

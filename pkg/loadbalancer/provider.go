@@ -17,9 +17,9 @@
 // family's address and a Warning Event. An IPv4 pool never hands out its
 // network and broadcast addresses; an IPv6 pool, having no broadcast
 // address, only never hands out its network address (::0 of the prefix,
-// the subnet-router anycast address). In a rootless cluster only IPv4
-// addresses are published on the host (Publisher): rootless IPv6 is not
-// supported yet.
+// the subnet-router anycast address). In a rootless cluster a Service's
+// IPv4 address, or its IPv6 one when it has no IPv4 address, is
+// published on the host's 127.0.0.1 (Publisher).
 package loadbalancer
 
 import (
@@ -96,7 +96,7 @@ type Pool struct {
 	// prefixes are the pools, one per IP family, primary first.
 	prefixes []netip.Prefix
 	services corelisters.ServiceLister
-	// publish, if set, also publishes each IPv4 address's ports
+	// publish, if set, also publishes a Service's ports (publishTarget)
 	// (rootless: on the host's loopback); events, if set, reports where,
 	// and missing pools, on the Service.
 	publish Publisher
@@ -206,29 +206,24 @@ func (p *Pool) EnsureLoadBalancerDeleted(ctx context.Context, _ string, svc *v1.
 	return nil
 }
 
-// publishAll publishes svc's ports on each IPv4 address of addrs, says
-// where in an Event and adds the "localhost" entry to st. Call with mu
-// held.
+// publishAll publishes svc's ports on one address of addrs (see
+// publishTarget), says where in an Event and adds the "localhost" entry
+// to st. Call with mu held.
 func (p *Pool) publishAll(ctx context.Context, svc *v1.Service, st *v1.LoadBalancerStatus, addrs []netip.Addr) (*v1.LoadBalancerStatus, error) {
-	published := false
-	for _, a := range addrs {
-		if !publishable(a) {
-			continue
-		}
-		where, err := p.publish.Publish(ctx, a, svc.Spec.Ports)
-		if err != nil {
-			return nil, fmt.Errorf("LoadBalancer IP %s: %w", a, err)
-		}
-		var list []string
-		for i, w := range where {
-			list = append(list, fmt.Sprintf("%s/%s", w, svc.Spec.Ports[i].Protocol))
-		}
-		p.eventf(svc, v1.EventTypeNormal, "Published", "LoadBalancer IP %s published on the host at %s", a, strings.Join(list, ", "))
-		published = true
+	a, ok := publishTarget(addrs)
+	if !ok {
+		return st, nil
 	}
-	if published {
-		st.Ingress = append(st.Ingress, v1.LoadBalancerIngress{Hostname: "localhost"})
+	where, err := p.publish.Publish(ctx, a, svc.Spec.Ports)
+	if err != nil {
+		return nil, fmt.Errorf("LoadBalancer IP %s: %w", a, err)
 	}
+	var list []string
+	for i, w := range where {
+		list = append(list, fmt.Sprintf("%s/%s", w, svc.Spec.Ports[i].Protocol))
+	}
+	p.eventf(svc, v1.EventTypeNormal, "Published", "LoadBalancer IP %s published on the host at %s", a, strings.Join(list, ", "))
+	st.Ingress = append(st.Ingress, v1.LoadBalancerIngress{Hostname: "localhost"})
 	return st, nil
 }
 
@@ -236,9 +231,6 @@ func (p *Pool) publishAll(ctx context.Context, svc *v1.Service, st *v1.LoadBalan
 func (p *Pool) unpublish(ctx context.Context, addrs []netip.Addr) error {
 	var errs []error
 	for _, a := range addrs {
-		if !publishable(a) {
-			continue
-		}
 		if err := p.publish.Unpublish(ctx, a); err != nil {
 			errs = append(errs, fmt.Errorf("LoadBalancer IP %s: %w", a, err))
 		}
@@ -246,9 +238,20 @@ func (p *Pool) unpublish(ctx context.Context, addrs []netip.Addr) error {
 	return errors.Join(errs...)
 }
 
-// publishable reports whether a Publisher is given a: only IPv4 addresses,
-// since rootless IPv6 is not supported yet.
-func publishable(a netip.Addr) bool { return a.Is4() }
+// publishTarget is the address of addrs whose ports are published on
+// the host's 127.0.0.1 (one port maps to one address): the IPv4 one,
+// else the IPv6 one (an IPv6 cluster's); false for none.
+func publishTarget(addrs []netip.Addr) (netip.Addr, bool) {
+	for _, a := range addrs {
+		if a.Is4() {
+			return a, true
+		}
+	}
+	if len(addrs) > 0 {
+		return addrs[0], true
+	}
+	return netip.Addr{}, false
+}
 
 // eventf records an Event on svc, if the pool has a recorder.
 func (p *Pool) eventf(svc *v1.Service, kind, reason, format string, args ...any) {

@@ -148,7 +148,7 @@ func (p *Plan) newNode(i int) (*node.Node, error) {
 
 // CheckRootless refuses what a rootless cluster cannot do: mounts
 // (nodes[].mounts), whose mount points would have to be made as the user
-// inside rootlesskit's copied-up /etc, /run and /var/lib, and IPv6. The error wraps
+// inside rootlesskit's copied-up /etc, /run and /var/lib. The error wraps
 // config.ErrInvalid (exit 2).
 func CheckRootless(cfg config.Config) error {
 	var errs []error
@@ -156,9 +156,6 @@ func CheckRootless(cfg config.Config) error {
 		for j, m := range spec.Mounts {
 			errs = append(errs, fmt.Errorf("nodes[%d].mounts[%d] %s: mounts are not supported in a rootless cluster (kubernix run as an ordinary user): their mount points would have to be made as that user, inside rootlesskit's copied-up directories; run kubernix up as root, or remove the mount", i, j, m.HostPath))
 		}
-	}
-	if config.HasIPv6(cfg.IPFamily) {
-		errs = append(errs, fmt.Errorf("--ip-family %s: IPv6 is not supported in a rootless cluster (kubernix run as an ordinary user) yet; run kubernix up as root, or use --ip-family ipv4", cfg.IPFamily))
 	}
 	return config.Invalid(" in rootless mode", errs)
 }

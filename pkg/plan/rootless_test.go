@@ -1,7 +1,7 @@
 package plan_test
 
 import (
-	"errors"
+	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
@@ -80,14 +80,22 @@ func TestRootlessPlan(t *testing.T) {
 	}
 }
 
-// TestRootlessIPv6Refused: a rootless plan of a dual-stack or IPv6
-// cluster is refused with exit 2, naming --ip-family; as root it is not.
-func TestRootlessIPv6Refused(t *testing.T) {
-	for _, family := range []string{config.IPFamilyDual, config.IPFamilyIPv6} {
-		pl := plantest.Family(t, 1, family)
-		_, err := plan.New(pl.Cfg, pl.Facts, "/IMAGES", plan.Rootless{Enabled: true})
-		if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "--ip-family "+family+": IPv6 is not supported in a rootless cluster") {
-			t.Errorf("%s: rootless plan error = %v", family, err)
+// TestRootlessIPv6: a rootless plan of a dual-stack or IPv6 cluster of
+// one node runs it in rootlesskit's namespaces with the process
+// executor, its node's addresses the bridge's of each family, and the
+// apiserver on the primary family's.
+func TestRootlessIPv6(t *testing.T) {
+	for _, tt := range []struct{ family, apiserver, nodeIPs string }{
+		{config.IPFamilyDual, "10.10.0.1", "[10.10.0.1 fd64:1f81:2031::1]"},
+		{config.IPFamilyIPv6, "fd64:1f81:2031::1", "[fd64:1f81:2031::1]"},
+	} {
+		pl := plantest.Family(t, 1, tt.family)
+		rl, err := plan.New(pl.Cfg, pl.Facts, "/IMAGES", plan.Rootless{Enabled: true})
+		if err != nil {
+			t.Fatalf("%s: rootless plan: %v", tt.family, err)
+		}
+		if rl.Executor != config.ExecutorProcess || rl.APIServerIP.String() != tt.apiserver || fmt.Sprint(rl.Nodes[0].IPs) != tt.nodeIPs {
+			t.Errorf("%s: executor %s, apiserver %s, node IPs %v; want process, %s, %s", tt.family, rl.Executor, rl.APIServerIP, rl.Nodes[0].IPs, tt.apiserver, tt.nodeIPs)
 		}
 	}
 }

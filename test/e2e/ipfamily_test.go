@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -265,4 +267,90 @@ func inRange(s, cidr string) bool {
 	}
 	a, err := netip.ParseAddr(s)
 	return err == nil && r.Contains(a)
+}
+
+// TestRootlessIPv6: an ordinary user's clusters of each IP family with
+// IPv6 (in rootlesskit's namespaces): a dual-stack one of one node (the
+// process executor) and an IPv6 one of two (the container executor). A
+// pod has an address of each family of its cluster, a Service (dual:
+// RequireDualStack) answers from a pod on each ClusterIP, a LoadBalancer
+// Service gets an address of each pool and one of them (the IPv4 one,
+// else the IPv6 one) is published on the host's 127.0.0.1; down leaves
+// nothing.
+func TestRootlessIPv6(t *testing.T) {
+	rootlessParallel(t)
+	for _, tt := range []struct {
+		family, nodes, cidr, cidr6, port string
+	}{
+		{"dual", "1", "10.227.0.0/16", "fd00:e2e:4d::/48", "18091"},
+		{"ipv6", "2", "10.228.0.0/16", "fd00:e2e:46::/48", "18092"},
+	} {
+		t.Run(tt.family, func(t *testing.T) {
+			rc := newRootlessCluster(t, "kxrl"+tt.family, "kx6-"+tt.family)
+			rc.cidr = tt.cidr
+			ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+			defer cancel()
+			if out, code := rc.u.kubernix(ctx, "up", "--detach", "--name", rc.name, "--cidr", rc.cidr, "--nodes", tt.nodes,
+				"--ip-family", tt.family, "--cidr6", tt.cidr6); code != 0 {
+				log, _ := os.ReadFile(filepath.Join(rc.state, "logs", "supervisor", "supervisor.log"))
+				t.Fatalf("up --detach as %s exited %d:\n%s\nsupervisor log:\n%s", rc.u.name, code, out, log)
+			}
+			checkRootlessFamily(ctx, t, rc, tt.family, tt.cidr6, tt.port)
+		})
+	}
+}
+
+// checkRootlessFamily runs TestRootlessIPv6's checks on rc, a cluster of
+// family with the IPv6 range cidr6, its LoadBalancer Service on port.
+func checkRootlessFamily(ctx context.Context, t *testing.T, rc *rootlessCluster, family, cidr6, port string) {
+	u := rc.u
+	svc := strings.Replace(dualService, "port: 8080,", "port: "+port+",", 1)
+	wantIPs := func(ips []string) bool { return len(ips) == 2 && isV4(ips[0]) && inRange(ips[1], cidr6) }
+	if family == "ipv6" {
+		svc = strings.Replace(svc, "  ipFamilyPolicy: RequireDualStack\n", "", 1)
+		wantIPs = func(ips []string) bool { return len(ips) == 1 && inRange(ips[0], cidr6) }
+	}
+	manifest := filepath.Join(u.home, "family.yaml")
+	if err := os.WriteFile(manifest, []byte(netexecManifest(1, false)+"---\n"+svc), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	u.mustKubectl(ctx, rc.kctx, "apply", "-f", manifest)
+	u.mustKubectl(ctx, rc.kctx, "wait", "--for=condition=Available", "deployment/netexec", "--timeout=180s")
+	u.mustKubectl(ctx, rc.kctx, "wait", "--for=condition=Ready", "pod/client", "--timeout=120s")
+	if ips := strings.Fields(u.mustKubectl(ctx, rc.kctx, "get", "pods", "-l", "app=netexec", "-o", "jsonpath={.items[0].status.podIPs[*].ip}")); !wantIPs(ips) {
+		t.Errorf("pod IPs %v: want one of each family of the cluster (IPv6 in %s)", ips, cidr6)
+	}
+	ips := strings.Fields(u.mustKubectl(ctx, rc.kctx, "get", "svc", "netexec-dual", "-o", "jsonpath={.spec.clusterIPs[*]}"))
+	if !wantIPs(ips) {
+		t.Errorf("clusterIPs %v: want one of each family of the cluster", ips)
+	}
+	for _, ip := range ips {
+		eventually(t, 20*time.Second, "ClusterIP "+ip, func() error {
+			body, err := u.kubectl(ctx, rc.kctx, "exec", "client", "--", "curl", "-g", "-s", "-m", "3", "http://"+net.JoinHostPort(ip, port)+"/hostname")
+			if err == nil && !strings.HasPrefix(body, "netexec-") {
+				return fmt.Errorf("got %q", body)
+			}
+			return err
+		})
+	}
+	eventually(t, 60*time.Second, "LoadBalancer IPs and localhost", func() error {
+		out, err := u.kubectl(ctx, rc.kctx, "get", "svc", "netexec-dual", "-o", "jsonpath={.status.loadBalancer.ingress[*].ip} {.status.loadBalancer.ingress[*].hostname}")
+		if f := strings.Fields(out); err == nil && (len(f) == 0 || !wantIPs(f[:len(f)-1]) || f[len(f)-1] != "localhost") {
+			return fmt.Errorf("ingress %q, want an address of each family, then localhost", out)
+		}
+		return err
+	})
+	eventually(t, 30*time.Second, "GET on the host's 127.0.0.1:"+port, func() error {
+		body, err := httpGet(ctx, "http://127.0.0.1:"+port+"/hostname")
+		if err == nil && !strings.HasPrefix(body, "netexec-") {
+			return fmt.Errorf("got %q", body)
+		}
+		return err
+	})
+	if out, code := u.kubernix(ctx, "down", "--name", rc.name); code != 0 {
+		t.Fatalf("down exited %d:\n%s", code, out)
+	}
+	if left := rc.leftovers(); len(left) > 0 {
+		t.Errorf("down left:\n%s", strings.Join(left, "\n"))
+	}
 }
