@@ -34,8 +34,9 @@ spec:
 // of each family, pods reach pods on other nodes over both, a
 // RequireDualStack Service answers on both ClusterIPs, by name (A and
 // AAAA) and, as a LoadBalancer, on an address of each family from the
-// host; a LAN neighbour with an IPv6 route to the cluster via the host
-// reaches nothing of it; and down leaves no IPv6 address, route or table.
+// host; a NetworkPolicy refuses a pod's traffic over both families; a
+// LAN neighbour with an IPv6 route to the cluster via the host reaches
+// nothing of it; and down leaves no IPv6 address, route or table.
 func TestDualStack(t *testing.T) {
 	e := newEnv(t, "e2e-dual", "10.225.0.0/16", "--nodes", "3", "--ip-family", "dual", "--cidr6", dualCIDR6)
 	e.cidr6 = dualCIDR6
@@ -160,6 +161,32 @@ func TestDualStack(t *testing.T) {
 				if err == nil && !strings.HasPrefix(body, "netexec-") {
 					return fmt.Errorf("got %q", body)
 				}
+				return err
+			})
+		}
+	})
+
+	t.Run("a NetworkPolicy holds over both families", func(t *testing.T) {
+		e.apply(ctx, `apiVersion: networking.k8s.io/v1
+kind: NetworkPolicy
+metadata: {name: deny-netexec, namespace: default}
+spec:
+  podSelector: {matchLabels: {app: netexec}}
+  policyTypes: [Ingress]
+`)
+		to := pods[0]
+		for _, ip := range []string{to.ip, to.ip6} {
+			eventually(t, 20*time.Second, "client refused by "+ip, func() error {
+				if body, err := get("client", ip); err == nil {
+					return fmt.Errorf("client still reaches %s: %q", ip, body)
+				}
+				return nil
+			})
+		}
+		e.mustKubectl(ctx, "delete", "networkpolicy", "deny-netexec")
+		for _, ip := range []string{to.ip, to.ip6} {
+			eventually(t, 20*time.Second, "client reaches "+ip+" again", func() error {
+				_, err := get("client", ip)
 				return err
 			})
 		}
