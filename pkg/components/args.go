@@ -73,6 +73,16 @@ func JoinPrefixes(prefixes []netip.Prefix) string {
 	return strings.Join(s, ",")
 }
 
+// NodeIPs are a node component's Kubernetes addresses: ips, primary
+// family first, or [fallback] (the node's IPv4 address) when ips is
+// empty.
+func NodeIPs(ips []netip.Addr, fallback netip.Addr) []netip.Addr {
+	if len(ips) == 0 {
+		return []netip.Addr{fallback}
+	}
+	return ips
+}
+
 // JoinAddrs renders addrs comma-separated, in order, as kubelet
 // --node-ip takes them.
 func JoinAddrs(addrs []netip.Addr) string {

@@ -223,6 +223,20 @@ func httpGet(ctx context.Context, url string) (string, error) {
 	return b.String(), err
 }
 
+// hostReachesNetexec waits up to timeout for a GET of /hostname at
+// hostPort, from the host, to answer with a netexec pod's name; it fails
+// t, naming what, when none does.
+func hostReachesNetexec(ctx context.Context, t *testing.T, timeout time.Duration, what, hostPort string) {
+	t.Helper()
+	eventually(t, timeout, what, func() error {
+		body, err := httpGet(ctx, "http://"+hostPort+"/hostname")
+		if err == nil && !strings.HasPrefix(body, "netexec-") {
+			return fmt.Errorf("got %q", body)
+		}
+		return err
+	})
+}
+
 // hash8 is the 8-hex-digit hash kubernix derives its link and chain names from.
 func hash8(name string) string {
 	h := sha256.Sum256([]byte(name))

@@ -143,26 +143,14 @@ func TestDualStack(t *testing.T) {
 			t.Fatalf("ingress IPs %v, want an IPv4 then an IPv6 one", lbIPs)
 		}
 		for _, ip := range lbIPs {
-			eventually(t, 30*time.Second, "LoadBalancer IP "+ip, func() error {
-				body, err := httpGet(ctx, "http://"+net.JoinHostPort(ip, "8080")+"/hostname")
-				if err == nil && !strings.HasPrefix(body, "netexec-") {
-					return fmt.Errorf("got %q", body)
-				}
-				return err
-			})
+			hostReachesNetexec(ctx, t, 30*time.Second, "LoadBalancer IP "+ip, net.JoinHostPort(ip, "8080"))
 		}
 	})
 
 	t.Run("NodePort from the host on every node IPv6 address", func(t *testing.T) {
 		nodePort := strings.TrimSpace(e.mustKubectl(ctx, "get", "svc", "netexec-dual", "-o", "jsonpath={.spec.ports[0].nodePort}"))
 		for _, ip := range nodeIPs6(ctx, t, e) {
-			eventually(t, 20*time.Second, "NodePort on "+ip, func() error {
-				body, err := httpGet(ctx, "http://"+net.JoinHostPort(ip, nodePort)+"/hostname")
-				if err == nil && !strings.HasPrefix(body, "netexec-") {
-					return fmt.Errorf("got %q", body)
-				}
-				return err
-			})
+			hostReachesNetexec(ctx, t, 20*time.Second, "NodePort on "+ip, net.JoinHostPort(ip, nodePort))
 		}
 	})
 
@@ -367,13 +355,7 @@ func checkRootlessFamily(ctx context.Context, t *testing.T, rc *rootlessCluster,
 		}
 		return err
 	})
-	eventually(t, 30*time.Second, "GET on the host's 127.0.0.1:"+port, func() error {
-		body, err := httpGet(ctx, "http://127.0.0.1:"+port+"/hostname")
-		if err == nil && !strings.HasPrefix(body, "netexec-") {
-			return fmt.Errorf("got %q", body)
-		}
-		return err
-	})
+	hostReachesNetexec(ctx, t, 30*time.Second, "GET on the host's 127.0.0.1:"+port, net.JoinHostPort("127.0.0.1", port))
 	if out, code := u.kubernix(ctx, "down", "--name", rc.name); code != 0 {
 		t.Fatalf("down exited %d:\n%s", code, out)
 	}

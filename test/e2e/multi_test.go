@@ -182,13 +182,7 @@ func checkWorkloads(ctx context.Context, t *testing.T, e *env, nodes []string) {
 	t.Run("NodePort from the host on every node IP", func(t *testing.T) {
 		ips := strings.Fields(e.mustKubectl(ctx, "get", "nodes", "-o", `jsonpath={.items[*].status.addresses[?(@.type=="InternalIP")].address}`))
 		for _, ip := range ips {
-			eventually(t, 20*time.Second, "NodePort on "+ip, func() error {
-				body, err := httpGet(ctx, "http://"+net.JoinHostPort(ip, nodePort)+"/hostname")
-				if err == nil && !strings.HasPrefix(body, "netexec-") {
-					return fmt.Errorf("got %q", body)
-				}
-				return err
-			})
+			hostReachesNetexec(ctx, t, 20*time.Second, "NodePort on "+ip, net.JoinHostPort(ip, nodePort))
 		}
 	})
 

@@ -82,12 +82,7 @@ type Spec struct {
 }
 
 // nodeIPs is NodeIPs, or [NodeIP] when it is empty.
-func (s Spec) nodeIPs() []netip.Addr {
-	if len(s.NodeIPs) == 0 {
-		return []netip.Addr{s.NodeIP}
-	}
-	return s.NodeIPs
-}
+func (s Spec) nodeIPs() []netip.Addr { return components.NodeIPs(s.NodeIPs, s.NodeIP) }
 
 // HealthURL is the kubelet's /healthz endpoint.
 func (s Spec) HealthURL() string { return components.HealthURL(s.NodeIP, HealthzPort, false) }

@@ -79,10 +79,7 @@ func (s Spec) HealthURL() string { return components.HealthURL(s.NodeIP, Healthz
 
 // Config returns the node's KubeProxyConfiguration.
 func Config(s Spec) *proxyv1alpha1.KubeProxyConfiguration {
-	nodeIPs := s.NodeIPs
-	if len(nodeIPs) == 0 {
-		nodeIPs = []netip.Addr{s.NodeIP}
-	}
+	nodeIPs := components.NodeIPs(s.NodeIPs, s.NodeIP)
 	var nodePorts []string
 	for _, ip := range nodeIPs {
 		nodePorts = append(nodePorts, netip.PrefixFrom(ip, ip.BitLen()).String())
