@@ -361,6 +361,26 @@ func TestNetworkPolicySetting(t *testing.T) {
 	}
 }
 
+// TestIPv6ProcessExecutor: an IPv6 cluster of the process executor is
+// refused as root (its node would be in the host's namespaces) and
+// allowed rootless (they are rootlesskit's).
+func TestIPv6ProcessExecutor(t *testing.T) {
+	for _, host := range []bool{true, false} {
+		t.Run(fmt.Sprintf("host namespaces %v", host), func(t *testing.T) {
+			was := inHostNamespaces
+			inHostNamespaces = func() bool { return host }
+			t.Cleanup(func() { inHostNamespaces = was })
+			c, err := load(t, []string{"--ip-family", "dual", "--executor", "process"}, nil)
+			if err == nil {
+				err = c.Validate()
+			}
+			if refused := err != nil && strings.Contains(err.Error(), "--ip-family dual: needs --executor container as root"); refused != host || (err != nil && !refused) {
+				t.Errorf("load: %v; want refused: %v", err, host)
+			}
+		})
+	}
+}
+
 func TestValidate(t *testing.T) {
 	long := "/tmp/" + strings.Repeat("d", 120-len("/tmp/")-len("/nodes/kubernix-node-0/containerd.sock"))
 	tests := []struct {
@@ -387,7 +407,6 @@ func TestValidate(t *testing.T) {
 		{"cidr6 host bits", []string{"--ip-family", "dual", "--cidr6", "fd12::1/48"}, []string{"host bits set; did you mean fd12::/48?"}},
 		{"cidr6 IPv4", []string{"--ip-family", "dual", "--cidr6", "10.0.0.0/16"}, []string{"not an IPv6 range"}},
 		{"cidr6 not a CIDR", []string{"--ip-family", "dual", "--cidr6", "fd12::"}, []string{`--cidr6 "fd12::": not a CIDR`}},
-		{"ipv6 process executor", []string{"--ip-family", "dual", "--executor", "process"}, []string{"--ip-family dual: needs --executor container"}},
 		{"small cidr", []string{"--cidr", "10.10.0.0/24"}, []string{"--cidr 10.10.0.0/24", "--node-cidr: missing"}},
 		{"bad name", []string{"--name", "Not_A_Label"}, []string{"--name \"Not_A_Label\""}},
 		{"bad executor", []string{"--executor", "vm"}, []string{"--executor \"vm\""}},

@@ -14,6 +14,8 @@ import (
 
 	"github.com/kubernix/kubernix/pkg/addons"
 	"github.com/kubernix/kubernix/pkg/release"
+	"github.com/kubernix/kubernix/pkg/rootless"
+	"github.com/kubernix/kubernix/pkg/sysctl"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -137,6 +139,12 @@ func (c *Config) validateNetwork() []error {
 	return errs
 }
 
+// inHostNamespaces reports whether a node of the process executor would
+// run in the host's own namespaces: as root, outside a user namespace (a
+// rootless cluster's "host" namespaces are rootlesskit's, private to it).
+// A variable for the tests.
+var inHostNamespaces = func() bool { return os.Geteuid() == 0 && !rootless.InUserNamespace() }
+
 // validateIPv6 checks --ip-family and --cidr6: a unique local prefix of
 // /32 to /56, set only for a family with IPv6.
 func (c *Config) validateIPv6(add func(format string, args ...any)) {
@@ -146,11 +154,11 @@ func (c *Config) validateIPv6(add func(format string, args ...any)) {
 		add("--ip-family %q: must be %s, %s or %s", c.IPFamily, IPFamilyIPv4, IPFamilyIPv6, IPFamilyDual)
 		return
 	}
-	if _, err := os.Stat("/proc/sys/net/ipv6"); HasIPv6(c.IPFamily) && errors.Is(err, os.ErrNotExist) {
+	if HasIPv6(c.IPFamily) && !sysctl.HasIPv6() {
 		add("--ip-family %s: this host's kernel runs without IPv6 (booted with ipv6.disable=1, or built without it); use --ip-family ipv4", c.IPFamily)
 	}
-	if HasIPv6(c.IPFamily) && c.Executor == ExecutorProcess {
-		add("--ip-family %s: needs --executor container (a node in the host's namespaces would make the host forward IPv6, which kubernix never does)", c.IPFamily)
+	if HasIPv6(c.IPFamily) && c.Executor == ExecutorProcess && inHostNamespaces() {
+		add("--ip-family %s: needs --executor container as root (a node in the host's namespaces would make the host forward IPv6, which kubernix never does)", c.IPFamily)
 	}
 	if !HasIPv6(c.IPFamily) {
 		if c.CIDR6 != "" {

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strings"
 
+	"github.com/coreos/go-iptables/iptables"
 	"sigs.k8s.io/knftables"
 
 	"github.com/kubernix/kubernix/internal/made"
@@ -16,9 +18,10 @@ import (
 
 // The host's iptables tables the cluster's chains hook into (see chains)
 // are, with the iptables-nft backend, nftables tables of family ip named
-// nat and filter. iptables makes such a table, with the base chain of the
-// hook, when the first rule goes into it, and never removes it: a host
-// that had none has two empty tables after the cluster's rules are gone.
+// nat and filter, and of family ip6 named filter (ip6tables). iptables
+// makes such a table, with the base chain of the hook, when the first
+// rule goes into it, and never removes it: a host that had none has empty
+// tables after the cluster's rules are gone.
 // kubernix removes the ones it made, once empty, as it removes everything
 // else it made. Clusters share them, so the record of what kubernix made
 // is the host's, not a cluster's: hostTablesFile. (With the legacy
@@ -26,7 +29,7 @@ import (
 // is recorded.)
 
 // hostTablesFile is the record of the iptables tables kubernix made on
-// this host: a JSON array of their names, under the state root of root's
+// this host: a JSON array of their keys (tableKey), under the state root of root's
 // clusters, the only ones that touch the host's tables. It is "" (no
 // record) in a user namespace: a rootless cluster's tables are in
 // rootlesskit's network namespace, and go with it.
@@ -50,20 +53,45 @@ func withHostTables(file string, f func() error) error {
 	return made.Locked(file, f)
 }
 
-// hostTable returns an nftables handle on the ip table of that name.
-type hostTable func(name string) (knftables.Interface, error)
+// hostTable returns an nftables handle on the table of that key (see
+// tableKey).
+type hostTable func(key string) (knftables.Interface, error)
 
-// nftHostTable is hostTable on the host's nftables.
-func nftHostTable(name string) (knftables.Interface, error) {
-	return knftables.New(knftables.IPv4Family, name)
+// tableKey names the nftables table of chain c in the record file and to
+// hostTable: the table's name for family ip ("nat", "filter": records
+// written before IPv6 hold these), "ip6 " and the name for family ip6.
+func tableKey(c hookedChain) string {
+	if c.proto == iptables.ProtocolIPv6 {
+		return "ip6 " + c.table
+	}
+	return c.table
 }
 
-// hookTables lists the tables of n's chains.
-func (n Names) hookTables() []string {
+// splitTableKey returns the family and the name of the table of key.
+func splitTableKey(key string) (knftables.Family, string) {
+	if name, ok := strings.CutPrefix(key, "ip6 "); ok {
+		return knftables.IPv6Family, name
+	}
+	return knftables.IPv4Family, key
+}
+
+// describeTable names the table of key as nft does, e.g. "ip6 filter".
+func describeTable(key string) string {
+	family, name := splitTableKey(key)
+	return string(family) + " " + name
+}
+
+// nftHostTable is hostTable on the host's nftables.
+func nftHostTable(key string) (knftables.Interface, error) {
+	return knftables.New(splitTableKey(key))
+}
+
+// hookTables lists the table keys of the chains.
+func hookTables(chains []hookedChain) []string {
 	var out []string
-	for _, c := range n.chains() {
-		if !slices.Contains(out, c.table) {
-			out = append(out, c.table)
+	for _, c := range chains {
+		if k := tableKey(c); !slices.Contains(out, k) {
+			out = append(out, k)
 		}
 	}
 	return out
@@ -145,21 +173,21 @@ func removeMadeTables(ctx context.Context, open hostTable, file string) error {
 	return errors.Join(errs...)
 }
 
-// tableContent reports whether the ip table name exists, and if so
+// tableContent reports whether the table of key exists, and if so
 // whether it is empty: chains without rules, and no other object (set,
 // map, counter, flowtable...). It runs nft twice (each lists the whole
 // table), not once per chain and kind of object.
-func tableContent(ctx context.Context, open hostTable, name string) (empty, exists bool, err error) {
-	nft, err := open(name)
+func tableContent(ctx context.Context, open hostTable, key string) (empty, exists bool, err error) {
+	nft, err := open(key)
 	if err != nil {
-		return false, false, fmt.Errorf("nftables table ip %s: %w", name, err)
+		return false, false, fmt.Errorf("nftables table %s: %w", describeTable(key), err)
 	}
 	objs, err := nft.ListAll(ctx)
 	if knftables.IsNotFound(err) {
 		return false, false, nil
 	}
 	if err != nil {
-		return false, false, fmt.Errorf("nftables table ip %s: %w", name, err)
+		return false, false, fmt.Errorf("nftables table %s: %w", describeTable(key), err)
 	}
 	for kind, names := range objs {
 		// nft lists the table itself among its objects (the fake does not).
@@ -172,21 +200,21 @@ func tableContent(ctx context.Context, open hostTable, name string) (empty, exis
 		return false, false, nil // deleted meanwhile (by another cluster's down)
 	}
 	if err != nil {
-		return false, true, fmt.Errorf("nftables table ip %s: %w", name, err)
+		return false, true, fmt.Errorf("nftables table %s: %w", describeTable(key), err)
 	}
 	return len(rules) == 0, true, nil
 }
 
-// deleteTable deletes the ip table name.
-func deleteTable(ctx context.Context, open hostTable, name string) error {
-	nft, err := open(name)
+// deleteTable deletes the table of key.
+func deleteTable(ctx context.Context, open hostTable, key string) error {
+	nft, err := open(key)
 	if err != nil {
 		return err
 	}
 	tx := nft.NewTransaction()
 	tx.Delete(&knftables.Table{})
 	if err := nft.Run(ctx, tx); err != nil && !knftables.IsNotFound(err) {
-		return fmt.Errorf("delete the empty nftables table ip %s kubernix made: %w", name, err)
+		return fmt.Errorf("delete the empty nftables table %s kubernix made: %w", describeTable(key), err)
 	}
 	return nil
 }

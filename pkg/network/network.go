@@ -92,7 +92,7 @@ func Setup(p Plan) error {
 	if err := checkHost(p, n); err != nil {
 		return fmt.Errorf("network of cluster %q: %w", p.Cluster, err)
 	}
-	ipt, err := newIPTables()
+	ipts, err := newRunners(n.planChains(p))
 	if err != nil {
 		return fmt.Errorf("network of cluster %q: %w", p.Cluster, err)
 	}
@@ -107,8 +107,8 @@ func Setup(p Plan) error {
 		return fmt.Errorf("routes of cluster %q: %w", p.Cluster, err)
 	}
 	if err := withHostTables(hostTablesFile(), func() error {
-		missing := missingTables(context.Background(), nftHostTable, n.hookTables())
-		if err := ensureChains(ipt, p, n); err != nil {
+		missing := missingTables(context.Background(), nftHostTable, hookTables(n.planChains(p)))
+		if err := ensureChains(ipts, p, n); err != nil {
 			return fmt.Errorf("iptables of cluster %q: %w", p.Cluster, err)
 		}
 		if err := recordMadeTables(context.Background(), nftHostTable, hostTablesFile(), missing); err != nil {

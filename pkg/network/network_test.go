@@ -7,6 +7,7 @@ package network
 // test made, over the test's own bridge.
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -20,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/coreos/go-iptables/iptables"
 	"github.com/kubernix/kubernix/pkg/sysctl"
 	"github.com/vishvananda/netlink"
 	"github.com/vishvananda/netns"
@@ -305,11 +307,14 @@ func TestLifecycle(t *testing.T) {
 	if err != nil || !slices.Contains(fwd, "-A "+n.ForwardChain+" -i "+n.Bridge+" -j ACCEPT") {
 		t.Errorf("forward chain = %q, %v; want ACCEPT -i %s", fwd, err, n.Bridge)
 	}
-	for _, c := range n.chains() {
+	for _, c := range n.planChains(p) {
 		jumps, err := jumpsTo(ipt, c)
 		if err != nil || len(jumps) != 1 {
 			t.Errorf("jumps from %s/%s to %s = %q, %v; want exactly one after two Setups", c.table, c.hook, c.chain, jumps, err)
 		}
+	}
+	if len(n.planChains(p)) != 2 {
+		t.Errorf("chains of an IPv4 cluster = %v; want the nat and the filter chain of iptables", n.planChains(p))
 	}
 
 	// A node in its own network namespace.
@@ -677,6 +682,9 @@ func TestDualStack(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// As Docker leaves a host that forwards IPv6: bridged IPv6 between the
+	// nodes passes the host's ip6tables FORWARD (bridge-nf-call-ip6tables).
+	dropForward6(t)
 
 	if err := Setup(p); err != nil {
 		t.Fatalf("Setup: %v", err)
@@ -714,7 +722,8 @@ func TestDualStack(t *testing.T) {
 	wantNode6(t, nsHandle(t, pid0), "fd12:3456:789a::2/64", "fd12:3456:789a:8001::/64 via fd12:3456:789a::3")
 	wantNode6(t, nsHandle(t, pid1), "fd12:3456:789a::3/64", "fd12:3456:789a:8000::/64 via fd12:3456:789a::2")
 	wantTraffic6(t, pid0, pid1)
-	wantLeftovers(t, cluster, "link "+n.Bridge, "unreachable fd12:3456:789a::/48", "nftables table inet "+n.GuardTable())
+	wantLeftovers(t, cluster, "link "+n.Bridge, "unreachable fd12:3456:789a::/48", "nftables table inet "+n.GuardTable(),
+		"ip6tables chain filter/"+n.ForwardChain, "ip6tables rule filter/FORWARD")
 
 	if err := Teardown(cluster); err != nil {
 		t.Fatalf("Teardown: %v", err)
@@ -726,6 +735,37 @@ func TestDualStack(t *testing.T) {
 		}
 	}
 	wantUnreachableGone(t, "fd12:3456:789a:5::5")
+}
+
+// dropForward6 sets the policy of the host's ip6tables filter FORWARD
+// chain to DROP until t ends, then back to what it was (and removes the
+// ip6 filter table if that made it).
+func dropForward6(t *testing.T) {
+	t.Helper()
+	ipt, err := iptables.New(iptables.IPFamily(iptables.ProtocolIPv6))
+	if err != nil {
+		t.Skipf("ip6tables: %v", err)
+	}
+	ctx := context.Background()
+	if _, exists, err := tableContent(ctx, nftHostTable, "ip6 filter"); err == nil && !exists {
+		t.Cleanup(func() {
+			if err := deleteTable(ctx, nftHostTable, "ip6 filter"); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	before, err := forwardPolicy(ipt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ipt.ChangePolicy("filter", "FORWARD", PolicyDrop); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := ipt.ChangePolicy("filter", "FORWARD", before); err != nil {
+			t.Errorf("restore the ip6tables FORWARD policy %s: %v", before, err)
+		}
+	})
 }
 
 // wantNoRouteDeletes runs f and fails t if a route with Protocol was

@@ -10,12 +10,13 @@ import (
 )
 
 // Teardown removes, from the cluster name alone, everything Setup and
-// AttachNode made for cluster: the jump rules and the chains (and, once
-// empty, the iptables tables any cluster's rules made: hosttables.go), the
-// guard table (and one of the older family ip), a process-executor node's
-// NetworkPolicy table, the host veths (their peers go with them), the CNI
-// bridge, the cluster bridge (its routes, IPv4 and IPv6, go with it) and
-// the cluster's unreachable routes of both families. It is idempotent:
+// AttachNode made for cluster: the jump rules and the chains of iptables
+// and ip6tables (and, once empty, the iptables tables any cluster's rules
+// made: hosttables.go), the guard table (and one of the older family ip),
+// a process-executor node's NetworkPolicy table, the host veths (their
+// peers go with them), the CNI bridge, the cluster bridge (its routes,
+// IPv4 and IPv6, go with it) and the cluster's unreachable routes of both
+// families. It is idempotent:
 // what is already gone is skipped, and every other failure is collected
 // with errors.Join while the rest is still removed. net.ipv4.ip_forward is
 // left as it is (the cluster package restores it with the other sysctls
@@ -25,9 +26,9 @@ func Teardown(cluster string) error {
 	var errs []error
 	if err := withHostTables(hostTablesFile(), func() error {
 		var errs []error
-		if ipt, err := newIPTables(); err != nil {
+		if ipts, err := newRunners(n.chains()); err != nil {
 			errs = append(errs, err)
-		} else if err := removeChains(ipt, n); err != nil {
+		} else if err := removeChains(ipts, n); err != nil {
 			errs = append(errs, err)
 		}
 		if err := removeMadeTables(context.Background(), nftHostTable, hostTablesFile()); err != nil {
@@ -76,9 +77,9 @@ func Teardown(cluster string) error {
 // Leftovers lists what of cluster's network exists on the host, one
 // human-readable line each: the cluster's links (bridge, CNI bridge, host
 // veths), routes carrying Protocol on those links, its unreachable routes
-// (IPv4 and IPv6), its iptables chains and the jump rules to them, its
-// guard table (either family) and its NetworkPolicy table in the host's
-// namespace. It is empty after Teardown. It errors only when it cannot
+// (IPv4 and IPv6), its iptables and ip6tables chains and the jump rules
+// to them, its guard table (either family) and its NetworkPolicy table in
+// the host's namespace. It is empty after Teardown. It errors only when it cannot
 // look (netlink, iptables or nft failing), returning what it found so far.
 func Leftovers(cluster string) ([]string, error) {
 	n := NamesFor(cluster)
@@ -102,10 +103,10 @@ func Leftovers(cluster string) ([]string, error) {
 			out = append(out, "route "+describeRoute(r, names))
 		}
 	}
-	if ipt, err := newIPTables(); err != nil {
+	if ipts, err := newRunners(n.chains()); err != nil {
 		errs = append(errs, err)
 	} else {
-		chains, err := chainLeftovers(ipt, n)
+		chains, err := chainLeftovers(ipts, n)
 		out = append(out, chains...)
 		if err != nil {
 			errs = append(errs, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/components"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/process"
+	"github.com/kubernix/kubernix/pkg/sysctl"
 )
 
 // Container is the executor whose node is a sandbox: its own network, mount
@@ -280,7 +281,7 @@ func SandboxInit(ctx context.Context, hostname string, shared, private []string,
 // the host never forwards IPv6, see pkg/network).
 func networkSysctls(ipv6 bool) error {
 	set := map[string]string{"/proc/sys/net/ipv4/ip_forward": "1"}
-	if _, err := os.Stat("/proc/sys/net/ipv6"); err == nil && !ipv6 {
+	if sysctl.HasIPv6() && !ipv6 {
 		set["/proc/sys/net/ipv6/conf/all/disable_ipv6"] = "1"
 		set["/proc/sys/net/ipv6/conf/default/disable_ipv6"] = "1"
 	} else if ipv6 {

@@ -25,3 +25,11 @@ func Set(name, value string) error {
 	}
 	return nil
 }
+
+// HasIPv6 reports whether the kernel runs with IPv6: /proc/sys/net/ipv6
+// exists (it does not when the kernel was built without IPv6 or booted
+// with ipv6.disable=1).
+func HasIPv6() bool {
+	_, err := os.Stat("/proc/sys/net/ipv6")
+	return err == nil
+}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"net/netip"
@@ -57,6 +58,20 @@ func TestDualStack(t *testing.T) {
 			f := strings.Fields(l)
 			if len(f) != 5 || !isV4(f[1]) || !inRange(f[2], dualCIDR6) || !isV4(f[3]) || !inRange(f[4], dualCIDR6) {
 				t.Errorf("node %q: want an IPv4 and an IPv6 InternalIP (in %s), then an IPv4 and an IPv6 pod CIDR", l, dualCIDR6)
+			}
+		}
+		var st struct {
+			IPFamily string `json:"ipFamily"`
+			Nodes    []struct {
+				InternalIPs []string `json:"internalIPs"`
+			} `json:"nodes"`
+		}
+		if err := json.Unmarshal([]byte(e.mustKubernix(ctx, "status", "-o", "json")), &st); err != nil || st.IPFamily != "dual" || len(st.Nodes) != len(nodes) {
+			t.Fatalf("status -o json: ipFamily %q, %d nodes, %v; want dual, %d nodes", st.IPFamily, len(st.Nodes), err, len(nodes))
+		}
+		for _, n := range st.Nodes {
+			if len(n.InternalIPs) != 2 || !isV4(n.InternalIPs[0]) || !inRange(n.InternalIPs[1], dualCIDR6) {
+				t.Errorf("status -o json: a node's internalIPs %q; want an IPv4 then an IPv6 one", n.InternalIPs)
 			}
 		}
 	})

@@ -26,6 +26,9 @@ type Status struct {
 	// last ran), as its record names it, e.g. "v1.36.3"; absent when the
 	// record is damaged. Each Node's KubeletVersion is what it reports.
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	// IPFamily is the cluster's IP family (ip_family): "ipv4", "ipv6" or
+	// "dual" (IPv4 first); absent when the record is damaged.
+	IPFamily string `json:"ipFamily,omitempty"`
 	// Time is when the status was taken (RFC 3339); expiry warnings count
 	// from it.
 	Time time.Time `json:"time"`
@@ -139,8 +142,12 @@ type Node struct {
 	// Ready is the status of its Ready condition: "True", "False" or
 	// "Unknown" (also when it has none).
 	Ready string `json:"ready"`
-	// InternalIP is its InternalIP address; "" when it has none.
+	// InternalIP is its first InternalIP address (the primary family's);
+	// "" when it has none.
 	InternalIP string `json:"internalIP"`
+	// InternalIPs are its InternalIP addresses, one per IP family of a
+	// dual-stack cluster, in the Node's order (primary first).
+	InternalIPs []string `json:"internalIPs,omitempty"`
 	// KubeletVersion is the version its kubelet reports
 	// (status.nodeInfo.kubeletVersion), e.g. "v1.36.3".
 	KubeletVersion string `json:"kubeletVersion"`
@@ -187,8 +194,15 @@ type AddonProcess struct {
 // Node and a line per addon.
 func (s Status) Table(w io.Writer) error {
 	name := fmt.Sprintf("%q", s.Cluster)
+	var about []string
 	if s.KubernetesVersion != "" {
-		name += " (Kubernetes " + s.KubernetesVersion + ")"
+		about = append(about, "Kubernetes "+s.KubernetesVersion)
+	}
+	if s.IPFamily != "" {
+		about = append(about, s.IPFamily)
+	}
+	if len(about) > 0 {
+		name += " (" + strings.Join(about, ", ") + ")"
 	}
 	if s.Supervisor.Running {
 		common.Fprintf(w, "cluster %s: supervisor pid %d, state %s\n", name, s.Supervisor.PID, s.StateDir)
@@ -243,7 +257,7 @@ func (s Status) apiTable(w io.Writer) error {
 	}
 	common.Fprintf(w, "NODE\tREADY\tVERSION\tINTERNAL-IP\tPOD-CIDR\n")
 	for _, n := range s.Nodes {
-		common.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", n.Name, n.Ready, n.KubeletVersion, n.InternalIP, strings.Join(n.PodCIDRs, ","))
+		common.Fprintf(w, "%s\t%s\t%s\t%s\t%s\n", n.Name, n.Ready, n.KubeletVersion, strings.Join(n.internalIPs(), ","), strings.Join(n.PodCIDRs, ","))
 	}
 	if err := endColumns(w); err != nil {
 		return err
@@ -343,4 +357,13 @@ func certificates(exp []pki.Expiry) []Certificate {
 		out = append(out, Certificate{Path: e.Path, CommonName: e.CommonName, NotAfter: e.NotAfter})
 	}
 	return out
+}
+
+// internalIPs are n's InternalIPs, or its InternalIP alone when a Status
+// of before InternalIPs has only that.
+func (n Node) internalIPs() []string {
+	if len(n.InternalIPs) == 0 && n.InternalIP != "" {
+		return []string{n.InternalIP}
+	}
+	return n.InternalIPs
 }

@@ -37,14 +37,14 @@ func inUTC(t *testing.T) {
 
 // statusCases are the Status values the goldens show: a healthy cluster,
 // one whose supervisor was killed, one whose apiserver does not answer,
-// a healthy one whose nodes publish ports, and a running one whose record
-// is damaged.
+// a healthy one whose nodes publish ports, a running one whose record is
+// damaged, and a healthy dual-stack one.
 func statusCases() map[string]Status {
 	now := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
 	started := now.Add(-time.Hour)
 	failedAt := now.Add(-10 * time.Minute)
 	healthy := Status{
-		Cluster: "kx", StateDir: "/tmp/kx", KubernetesVersion: "v1.36.3", Time: now, NetworkPolicies: NetworkPoliciesEnforced,
+		Cluster: "kx", StateDir: "/tmp/kx", KubernetesVersion: "v1.36.3", IPFamily: "ipv4", Time: now, NetworkPolicies: NetworkPoliciesEnforced,
 		Supervisor: Supervisor{PID: 100, Running: true},
 		Components: []Component{
 			{Name: "etcd", Node: "control-plane", PID: 101, State: components.StateRunning, Since: &started},
@@ -54,7 +54,7 @@ func statusCases() map[string]Status {
 			{Name: "kubelet", Node: "kx-node-0", PID: 104, State: components.StateRunning, Since: &started},
 		},
 		APIServer: APIServer{Running: true, Answering: true},
-		Nodes:     []Node{{Name: "kx-node-0", Ready: "True", KubeletVersion: "v1.36.3", InternalIP: "10.176.0.2", PodCIDRs: []string{"10.176.128.0/24"}}},
+		Nodes:     []Node{{Name: "kx-node-0", Ready: "True", KubeletVersion: "v1.36.3", InternalIP: "10.176.0.2", InternalIPs: []string{"10.176.0.2"}, PodCIDRs: []string{"10.176.128.0/24"}}},
 		Addons: []Addon{
 			{Name: "coredns", Healthy: true, Deployment: &Deployment{Name: "kube-system/coredns", ReadyReplicas: 1, Replicas: 1}},
 			{Name: "registry", Healthy: true, Processes: []AddonProcess{{ID: "registry", Running: true}}},
@@ -84,6 +84,10 @@ func statusCases() map[string]Status {
 	ports := healthy
 	ports.Ports = []plan.Published{{Listen: "127.0.0.1:8080", Protocol: "TCP", Node: "kx-node-0", NodePort: 30080},
 		{Listen: "0.0.0.0:5353", Protocol: "UDP", Node: "kx-node-0", NodePort: 53}}
+	dual := healthy
+	dual.IPFamily = "dual"
+	dual.Nodes = []Node{{Name: "kx-node-0", Ready: "True", KubeletVersion: "v1.36.3", InternalIP: "10.176.0.2",
+		InternalIPs: []string{"10.176.0.2", "fd50:c307:8205::2"}, PodCIDRs: []string{"10.176.128.0/24", "fd50:c307:8205:8000::/64"}}}
 	damaged := Status{
 		Cluster: "kx", StateDir: "/tmp/kx", Time: now,
 		Damaged:    "the cluster's record /tmp/kx/kubernix.toml cannot be read: invalid configuration: config file /tmp/kx/kubernix.toml: toml: expected character =",
@@ -95,7 +99,7 @@ func statusCases() map[string]Status {
 		APIServer: APIServer{Running: true, Error: "the cluster's record is damaged"},
 	}
 	return map[string]Status{"healthy": healthy, "supervisor-killed": down, "apiserver-not-answering": notAnswering,
-		"addons-unhealthy": unhealthyAddon, "ports": ports, "damaged": damaged}
+		"addons-unhealthy": unhealthyAddon, "ports": ports, "damaged": damaged, "dual-stack": dual}
 }
 
 // TestStatusOutput renders each Status as a table and as JSON (goldens),

@@ -99,7 +99,7 @@ func collect(ctx context.Context, cfg config.Config, now time.Time) (Status, err
 	if err != nil {
 		return Status{}, err
 	}
-	st := Status{Cluster: cfg.Name, StateDir: p.State, KubernetesVersion: pl.Release.Kubernetes, Time: now.UTC()}
+	st := Status{Cluster: cfg.Name, StateDir: p.State, KubernetesVersion: pl.Release.Kubernetes, IPFamily: cfg.IPFamily, Time: now.UTC()}
 	st.Supervisor.PID, st.Supervisor.Running = state.Running(p)
 	if !st.Supervisor.Running {
 		st.Supervisor.PID = 0
@@ -241,8 +241,11 @@ func nodeStatus(ctx context.Context, client kubernetes.Interface) ([]Node, error
 		}
 		for _, a := range n.Status.Addresses {
 			if a.Type == corev1.NodeInternalIP {
-				nd.InternalIP = a.Address
+				nd.InternalIPs = append(nd.InternalIPs, a.Address)
 			}
+		}
+		if len(nd.InternalIPs) > 0 {
+			nd.InternalIP = nd.InternalIPs[0]
 		}
 		out = append(out, nd)
 	}
