@@ -41,7 +41,7 @@ GO_RUN_INSTALL = $(GO) run -exec 'install -D -m 0755 -T'
 KUBE_NAMES := etcd kube-apiserver kube-controller-manager kube-scheduler kubelet kube-proxy
 UPSTREAM   := $(BIN)/kube $(BIN)/kubectl $(BIN)/agnhost $(BIN)/containerd \
 	$(BIN)/containerd-shim-runc-v2 $(BIN)/crictl $(BIN)/coredns $(BIN)/pause \
-	$(BIN)/local-path-provisioner $(BIN)/registry $(BIN)/metrics-server
+	$(BIN)/local-path-provisioner $(BIN)/registry $(BIN)/metrics-server $(BIN)/traefik
 KUBERNIX_SRC := $(shell find cmd pkg assets images -type f 2>/dev/null) go.mod go.sum
 
 .PHONY: all deps bins release-bins images build install uninstall up down test unit e2e e2e-release soak bench doctor clean fmt vet vet-bundle \
@@ -161,6 +161,28 @@ $(BIN)/metrics-server: $(BUNDLE_COMPILED)
 	cd bundle && $(GO_RUN_INSTALL) -ldflags '$(METRICS_SERVER_LDFLAGS)' \
 		sigs.k8s.io/metrics-server/cmd/metrics-server $@
 
+# traefik (the ingress addon) is built in its own module, bundle/traefik,
+# whose go.mod says what stands in for the modules traefik's own go.mod
+# replaces: copies of lego and gorilla/mux with files of ours
+# (bundle/traefik/_add), made from Go's module cache by hack/modcopy.sh.
+TRAEFIK_MOD := bundle/traefik
+mod_version = $(shell sed -n 's/^[[:space:]]*$(subst /,\/,$(1)) \(v[^ ]*\).*/\1/p' $(TRAEFIK_MOD)/go.mod)
+TRAEFIK_COPIES := $(addprefix $(TRAEFIK_MOD)/_mod/,lego/.made mux/.made go-http-auth/.made)
+$(TRAEFIK_MOD)/_mod/lego/.made: $(TRAEFIK_MOD)/go.mod hack/modcopy.sh $(shell find $(TRAEFIK_MOD)/_add/lego -type f)
+	GO=$(GO) hack/modcopy.sh github.com/go-acme/lego/v5 $(call mod_version,github.com/go-acme/lego/v5) \
+		$(@D) $(TRAEFIK_MOD)/_add/lego 'providers/dns/*'
+	touch $@
+$(TRAEFIK_MOD)/_mod/mux/.made: $(TRAEFIK_MOD)/go.mod hack/modcopy.sh $(shell find $(TRAEFIK_MOD)/_add/mux -type f)
+	GO=$(GO) hack/modcopy.sh github.com/gorilla/mux $(call mod_version,github.com/gorilla/mux) $(@D) $(TRAEFIK_MOD)/_add/mux
+	touch $@
+$(TRAEFIK_MOD)/_mod/go-http-auth/.made: $(TRAEFIK_MOD)/go.mod hack/modcopy.sh $(shell find $(TRAEFIK_MOD)/_add/go-http-auth -type f)
+	GO=$(GO) hack/modcopy.sh github.com/abbot/go-http-auth v0.4.0 $(@D) $(TRAEFIK_MOD)/_add/go-http-auth
+	touch $@
+
+$(BIN)/traefik: $(TRAEFIK_COPIES) $(TRAEFIK_MOD)/go.sum $(wildcard $(TRAEFIK_MOD)/ext/*.go)
+	cd $(TRAEFIK_MOD) && $(GO_RUN_INSTALL) -ldflags '-s -w -X github.com/traefik/traefik/v3/pkg/version.Version=$(TRAEFIK_VERSION)' \
+		github.com/traefik/traefik/v3/cmd/traefik $@
+
 $(BIN)/pause: $(wildcard images/pause/*.go)
 	$(GO_RUN_INSTALL) -trimpath -ldflags '-s -w' ./images/pause $@
 
@@ -183,7 +205,7 @@ PREFIX      ?= /usr/local
 INSTALL_BIN := $(DESTDIR)$(PREFIX)/bin
 INSTALL_LIB := $(DESTDIR)$(PREFIX)/lib/kubernix
 # The built-in images (pkg/images Builtins), as `make images` writes them.
-IMAGE_TARS  := $(addsuffix .tar,pause coredns agnhost local-path-provisioner busybox metrics-server)
+IMAGE_TARS  := $(addsuffix .tar,pause coredns agnhost local-path-provisioner busybox metrics-server traefik)
 
 # install also installs every other release that was built (`make bins
 # KUBERNETES_VERSION=...`) into $(INSTALL_LIB)/releases/<version>/bin.

@@ -198,3 +198,26 @@ func replacedVersions(mod *modfile.File) map[string]string {
 	}
 	return v
 }
+
+// TestTraefikModuleMatchesVersions ties bundle/traefik/go.mod, which the
+// Makefile builds the ingress addon's traefik in, to TRAEFIK_VERSION (the
+// built-in image's tag) and GATEWAY_API_VERSION (the CRDs the addon
+// installs must be those of the Gateway API release traefik is built
+// against), and checks it names traefik's command as a tool.
+func TestTraefikModuleMatchesVersions(t *testing.T) {
+	path := filepath.Join("..", "bundle", "traefik", "go.mod")
+	mod := readModFile(t, path)
+	for module, key := range map[string]string{
+		"github.com/traefik/traefik/v3": "TRAEFIK_VERSION",
+		"sigs.k8s.io/gateway-api":       "GATEWAY_API_VERSION",
+	} {
+		want := assets.Version(key)
+		i := slices.IndexFunc(mod.Require, func(r *modfile.Require) bool { return r.Mod.Path == module })
+		if want == "" || i < 0 || mod.Require[i].Mod.Version != want {
+			t.Errorf("%s: want %s at %s=%q of versions.env", path, module, key, want)
+		}
+	}
+	if !slices.ContainsFunc(mod.Tool, func(tl *modfile.Tool) bool { return tl.Path == "github.com/traefik/traefik/v3/cmd/traefik" }) {
+		t.Errorf("%s lacks the tool github.com/traefik/traefik/v3/cmd/traefik (the Makefile builds it)", path)
+	}
+}

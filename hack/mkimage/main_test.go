@@ -22,7 +22,7 @@ func TestRun(t *testing.T) {
 	if err := os.Mkdir(binDir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{busybox, filepath.Join(binDir, "pause"), filepath.Join(binDir, "coredns"), filepath.Join(binDir, "agnhost"), filepath.Join(binDir, "local-path-provisioner"), filepath.Join(binDir, "metrics-server")} {
+	for _, p := range []string{busybox, filepath.Join(binDir, "pause"), filepath.Join(binDir, "coredns"), filepath.Join(binDir, "agnhost"), filepath.Join(binDir, "local-path-provisioner"), filepath.Join(binDir, "metrics-server"), filepath.Join(binDir, "traefik")} {
 		if err := os.WriteFile(p, []byte("fake "+filepath.Base(p)), 0o755); err != nil {
 			t.Fatal(err)
 		}
@@ -48,7 +48,7 @@ func TestRun(t *testing.T) {
 		}
 	}
 	common := []string{"-bin-dir", binDir, "-out", outDir, "-busybox", busybox, "-kubernetes-dir", k8sDir}
-	allRefs := []string{images.PauseRef(), images.CoreDNSRef(), images.AgnhostRef(), images.LocalPathProvisionerRef(), images.BusyboxRef(), images.MetricsServerRef()}
+	allRefs := []string{images.PauseRef(), images.CoreDNSRef(), images.AgnhostRef(), images.LocalPathProvisionerRef(), images.BusyboxRef(), images.MetricsServerRef(), images.TraefikRef()}
 
 	// The steps run in order: each sees the images the ones before built.
 	steps := []struct {
@@ -61,7 +61,7 @@ func TestRun(t *testing.T) {
 		{name: "cold", args: common, want: prefixed("built ", allRefs)},
 		{name: "warm", args: common, before: sameTimes(dir), want: prefixed("up-to-date ", allRefs)},
 		{name: "forced by name", args: append(append([]string{}, common...), "-force", "coredns"), want: []string{"built " + images.CoreDNSRef()}},
-		{name: "unknown name", args: append(append([]string{}, common...), "pause", "nope"), wantErr: "unknown image nope; known: pause, coredns, agnhost, local-path-provisioner, busybox, metrics-server"},
+		{name: "unknown name", args: append(append([]string{}, common...), "pause", "nope"), wantErr: "unknown image nope; known: pause, coredns, agnhost, local-path-provisioner, busybox, metrics-server, traefik"},
 		{name: "no busybox", args: []string{"-bin-dir", binDir, "-out", t.TempDir(), "-busybox", filepath.Join(dir, "none"), "-kubernetes-dir", k8sDir, "agnhost"}, wantErr: images.BusyboxPackage},
 		{name: "no porter files", args: []string{"-bin-dir", binDir, "-out", t.TempDir(), "-busybox", busybox, "-kubernetes-dir", dir, "agnhost"}, wantErr: filepath.Join(dir, "test/images/agnhost/porter/localhost.crt")},
 	}

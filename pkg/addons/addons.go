@@ -1,6 +1,6 @@
 // Package addons is the table of the workloads kubernix can deploy into a
 // cluster once its nodes are Ready (CoreDNS, local-path storage,
-// metrics-server). An addon is a
+// metrics-server, Ingress and Gateway API). An addon is a
 // manifest template under manifests/ plus one entry in Table: the
 // table drives the --addons validation and help, the components `up`
 // registers (apply the manifest, wait for the Deployment), and `status`.
@@ -24,7 +24,7 @@ import (
 	"github.com/kubernix/kubernix/pkg/images"
 )
 
-//go:embed manifests/*.yaml.tmpl
+//go:embed manifests/*.yaml.tmpl crds/*.yaml
 var manifests embed.FS
 
 // Addon is one deployable addon.
@@ -52,6 +52,10 @@ type Addon struct {
 	// Serving, if set, is a serving certificate kubernix issues the
 	// addon from the cluster CA; nil for none.
 	Serving *Serving
+	// CRDs is the file under crds/ of the CustomResourceDefinitions (and
+	// what comes with them) the addon installs, as they are, before its
+	// manifest, which may then hold their custom resources; "" for none.
+	CRDs string
 }
 
 // Serving is an addon's serving certificate: kubernix issues it from the
@@ -99,6 +103,11 @@ var Table = []Addon{
 			APIService: "v1beta1.metrics.k8s.io"},
 	},
 	{
+		Name: Ingress, Help: "Ingress and Gateway API by traefik: IngressClass and GatewayClass traefik, Gateway kube-system/traefik, on a LoadBalancer IP",
+		Manifest: "ingress.yaml.tmpl", Images: []string{"traefik"}, CRDs: "gateway-api.yaml",
+		Deployment: "kube-system/traefik",
+	},
+	{
 		Name: LoadBalancer, Help: "LoadBalancer Services get an IP of --loadbalancer-cidr, reachable from the host",
 		Components: []string{"cloud-controller"}, Default: true,
 	},
@@ -115,7 +124,25 @@ const (
 	LoadBalancer = "loadbalancer"
 	// Registry is the cluster's local registry (pkg/components/registry).
 	Registry = "registry"
+	// Ingress is traefik, serving Ingress and the Gateway API on the
+	// addresses of its LoadBalancer Service.
+	Ingress = "ingress"
 )
+
+// CRDManifest returns a's CRDs file (the Gateway API's standard channel
+// CRDs of GATEWAY_API_VERSION, sigs.k8s.io/gateway-api's
+// config/crd/standard, for the ingress addon); nil for an addon without
+// CRDs. It errors when the file is missing.
+func (a Addon) CRDManifest() ([]byte, error) {
+	if a.CRDs == "" {
+		return nil, nil
+	}
+	b, err := manifests.ReadFile("crds/" + a.CRDs)
+	if err != nil {
+		return nil, fmt.Errorf("addon %s: %w", a.Name, err)
+	}
+	return b, nil
+}
 
 // Params are what a manifest is rendered from.
 type Params struct {

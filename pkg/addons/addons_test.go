@@ -2,7 +2,11 @@ package addons
 
 import (
 	"encoding/json"
+	"flag"
 	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,8 +14,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/kubernix/kubernix/assets"
+	goldenfile "github.com/kubernix/kubernix/internal/golden"
 	"github.com/kubernix/kubernix/pkg/images"
 )
+
+var update = flag.Bool("update", false, "rewrite crds/ from the Gateway API module in Go's module cache")
 
 // TestTable checks every addon of the table: a unique name; a manifest
 // or components; a manifest that renders, parses as YAML documents and
@@ -233,4 +241,71 @@ func TestTolerations(t *testing.T) {
 	if _, err := (Addon{Name: "x", Manifest: "coredns.yaml.tmpl", Images: []string{"coredns"}, Deployment: "kube-system/nope"}).Tolerations(); err == nil {
 		t.Error("no error for a Deployment the manifest lacks")
 	}
+}
+
+// TestGatewayAPICRDs checks the ingress addon's CRDs file: the standard
+// channel of GATEWAY_API_VERSION, a CustomResourceDefinition per
+// resource traefik watches, and (where the module is in Go's module
+// cache, as after `make bins`) byte for byte the module's
+// config/crd/standard files in its kustomization's order; -update
+// rewrites the file from them.
+func TestGatewayAPICRDs(t *testing.T) {
+	a, _ := Lookup(Ingress)
+	version := assets.Version("GATEWAY_API_VERSION")
+	t.Run("the module's files", func(t *testing.T) {
+		out, err := exec.Command("go", "env", "GOMODCACHE").Output()
+		if err != nil {
+			t.Skipf("go env GOMODCACHE: %v", err)
+		}
+		dir := filepath.Join(strings.TrimSpace(string(out)), "sigs.k8s.io", "gateway-api@"+version, "config", "crd")
+		kustomization, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+		if err != nil {
+			t.Skipf("sigs.k8s.io/gateway-api %s is not in the module cache (make bins puts it there): %v", version, err)
+		}
+		var k struct {
+			Resources []string `json:"resources"`
+		}
+		if err := yaml.Unmarshal(kustomization, &k); err != nil {
+			t.Fatal(err)
+		}
+		var want []byte
+		for _, r := range k.Resources {
+			f, err := os.ReadFile(filepath.Join(dir, r))
+			if err != nil {
+				t.Fatal(err)
+			}
+			want = append(append(want, "---\n"...), f...)
+		}
+		goldenfile.Check(t, filepath.Join("crds", a.CRDs), want, *update)
+	})
+	b, err := a.CRDManifest()
+	if err != nil {
+		t.Fatal(err)
+	}
+	crds := map[string]bool{}
+	for _, doc := range strings.Split(string(b), "\n---\n") {
+		var obj struct {
+			Kind     string `json:"kind"`
+			Metadata struct {
+				Name        string            `json:"name"`
+				Annotations map[string]string `json:"annotations"`
+			} `json:"metadata"`
+		}
+		if err := yaml.Unmarshal([]byte(doc), &obj); err != nil {
+			t.Fatalf("a document does not parse: %v", err)
+		}
+		if obj.Kind != "CustomResourceDefinition" {
+			continue
+		}
+		crds[obj.Metadata.Name] = true
+		if v, ch := obj.Metadata.Annotations["gateway.networking.k8s.io/bundle-version"], obj.Metadata.Annotations["gateway.networking.k8s.io/channel"]; v != version || ch != "standard" {
+			t.Errorf("CRD %s is of %s channel %s; want %s standard", obj.Metadata.Name, v, ch, version)
+		}
+	}
+	for _, r := range []string{"gatewayclasses", "gateways", "httproutes", "grpcroutes", "tlsroutes", "referencegrants", "backendtlspolicies", "listenersets"} {
+		if !crds[r+".gateway.networking.k8s.io"] {
+			t.Errorf("no CRD of %s.gateway.networking.k8s.io", r)
+		}
+	}
+
 }

@@ -13,12 +13,64 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/util/wait"
 	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/discovery/cached/memory"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/restmapper"
+
+	"github.com/kubernix/kubernix/pkg/addons"
 )
+
+// crdResource is the resource of CustomResourceDefinitions.
+var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
+
+// applyCRDs server-side applies a's CRDs file (addons.Addon.CRDs), if
+// any, and waits until each of its CustomResourceDefinitions is
+// Established, so that the manifest after it can hold their resources.
+// Errors name the CRD not established.
+func (c *Cluster) applyCRDs(ctx context.Context, a addons.Addon) error {
+	crds, err := a.CRDManifest()
+	if err != nil || crds == nil {
+		return err
+	}
+	var names []string
+	if err := c.apply(ctx, crds, func(obj *unstructured.Unstructured) error {
+		if obj.GetKind() == "CustomResourceDefinition" {
+			names = append(names, obj.GetName())
+		}
+		return nil
+	}); err != nil {
+		return fmt.Errorf("addon %s: CRDs: %w", a.Name, err)
+	}
+	dyn, err := dynamic.NewForConfig(c.restConfig)
+	if err != nil {
+		return err
+	}
+	for _, name := range names {
+		var last error
+		err := wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+			obj, err := dyn.Resource(crdResource).Get(ctx, name, metav1.GetOptions{})
+			if err != nil {
+				last = err
+				return false, nil
+			}
+			conditions, _, _ := unstructured.NestedSlice(obj.Object, "status", "conditions")
+			for _, cond := range conditions {
+				if m, ok := cond.(map[string]any); ok && m["type"] == "Established" && m["status"] == "True" {
+					return true, nil
+				}
+			}
+			last = fmt.Errorf("not Established yet")
+			return false, nil
+		})
+		if err != nil {
+			return fmt.Errorf("addon %s: CRD %s: %w", a.Name, name, errors.Join(err, last))
+		}
+	}
+	return nil
+}
 
 // waitAvailable waits until the Deployment "namespace/name" is Available
 // with all its pods Ready since this up began (an addon's readiness). Its

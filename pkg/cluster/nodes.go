@@ -18,7 +18,9 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/utils/ptr"
 
+	"github.com/kubernix/kubernix/pkg/addons"
 	"github.com/kubernix/kubernix/pkg/components/containerd"
+	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/images"
 	"github.com/kubernix/kubernix/pkg/node"
 	"github.com/kubernix/kubernix/pkg/plan"
@@ -66,6 +68,7 @@ func (c *Cluster) importBuiltins(ctx context.Context, nd *node.Node) error {
 		return fmt.Errorf("no built-in images in %s: run `make images`", c.Plan.ImagesDir)
 	}
 	sort.Strings(tars)
+	tars = slices.DeleteFunc(tars, func(t string) bool { return unusedBuiltins(c.Plan.Cfg)[filepath.Base(t)] })
 	have := map[string]string{} // ref -> built-in ID label
 	present, err := containerd.List(ctx, socket)
 	if err != nil {
@@ -93,6 +96,31 @@ func (c *Cluster) importBuiltins(ctx context.Context, nd *node.Node) error {
 		}
 	}
 	return nil
+}
+
+// unusedBuiltins names the tarballs (images.Builtin.FileName) of the
+// built-in images that only opt-in addons (not addons.Addon.Default) run,
+// none of them enabled in cfg: the nodes need not import them (traefik's,
+// without the ingress addon). The default addons' images are imported
+// even when cfg leaves those addons out: pods of the user's may run them
+// (busybox, agnhost), as kind's node image holds its images.
+func unusedBuiltins(cfg config.Config) map[string]bool {
+	unused := map[string]bool{}
+	for _, a := range addons.Table {
+		if !a.Default && !cfg.HasAddon(a.Name) {
+			for _, name := range a.Images {
+				unused[name+".tar"] = true
+			}
+		}
+	}
+	for _, a := range addons.Table {
+		if a.Default || cfg.HasAddon(a.Name) {
+			for _, name := range a.Images {
+				delete(unused, name+".tar")
+			}
+		}
+	}
+	return unused
 }
 
 // containerdTarget is how the supervisor reaches nd's containerd to import

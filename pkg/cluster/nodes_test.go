@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"os"
 	"slices"
@@ -12,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/plan/plantest"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -152,5 +154,24 @@ func TestDeleteStaleNodes(t *testing.T) {
 	}
 	if want := []string{"coredns-a", "elsewhere"}; !slices.Equal(gotPods, want) {
 		t.Errorf("pods = %v, want %v", gotPods, want)
+	}
+}
+
+// TestUnusedBuiltins: only the images of opt-in addons left out are
+// skipped; a default addon's images are imported even without it.
+func TestUnusedBuiltins(t *testing.T) {
+	tests := []struct {
+		addons []string
+		want   []string
+	}{
+		{[]string{"coredns", "local-path-storage", "metrics-server", "loadbalancer", "registry"}, []string{"traefik.tar"}},
+		{nil, []string{"traefik.tar"}},
+		{[]string{"ingress", "loadbalancer"}, nil},
+	}
+	for _, tt := range tests {
+		got := slices.Sorted(maps.Keys(unusedBuiltins(config.Config{Addons: tt.addons})))
+		if !slices.Equal(got, tt.want) {
+			t.Errorf("addons %v: unused %v, want %v", tt.addons, got, tt.want)
+		}
 	}
 }

@@ -23,6 +23,11 @@ import (
 // cluster CA.
 func (c *Cluster) applyAddon(ctx context.Context, d components.Description) error {
 	a, ok := addons.Lookup(strings.TrimSuffix(d.Name, plan.ManifestSuffix))
+	if ok {
+		if err := c.applyCRDs(ctx, a); err != nil {
+			return err
+		}
+	}
 	if !ok || a.Serving == nil {
 		return c.apply(ctx, d.Manifest, nil)
 	}

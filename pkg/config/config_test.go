@@ -415,6 +415,8 @@ func TestValidate(t *testing.T) {
 		{"minor", []string{"--kubernetes-version", "v1.37"}, nil},
 		{"process multi", []string{"--executor", "process", "--nodes", "2"}, []string{"supports 1 node"}},
 		{"bad addon", []string{"--addons", "coredns,dashboard"}, []string{"unknown addon \"dashboard\""}},
+		{"ingress without loadbalancer", []string{"--addons", "coredns,ingress"}, []string{"--addons coredns,ingress: ingress serves on its LoadBalancer Service's address, which needs the loadbalancer addon"}},
+		{"ingress", []string{"--addons", "coredns,ingress,loadbalancer"}, nil},
 		{"bad port", []string{"--apiserver-port", "70000"}, []string{"--apiserver-port 70000"}},
 		{"bad registry port", []string{"--registry-port", "70000"}, []string{"--registry-port 70000: must be between 1 and 65535, or 0"}},
 		{"negative registry port", []string{"--registry-port", "-1"}, []string{"--registry-port -1"}},

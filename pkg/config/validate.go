@@ -63,6 +63,9 @@ func (c *Config) Validate() error {
 			add("--addons: unknown addon %q (known: %s)", a, strings.Join(addons.Names(), ", "))
 		}
 	}
+	if c.HasAddon(addons.Ingress) && !c.HasAddon(addons.LoadBalancer) {
+		add("--addons %s: ingress serves on its LoadBalancer Service's address, which needs the %s addon: add it, or leave ingress out", strings.Join(c.Addons, ","), addons.LoadBalancer)
+	}
 	if !slices.Contains([]string{"debug", "info", "warn", "error"}, c.LogLevel) {
 		add("--log-level %q: must be debug, info, warn or error", c.LogLevel)
 	}

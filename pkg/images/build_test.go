@@ -131,6 +131,7 @@ func TestBuiltins(t *testing.T) {
 			"local-path-provisioner.tar", "/usr/bin/local-path-provisioner", nil},
 		{"busybox", BusyboxRef(), "", "", "busybox.tar", "/bin/sh", nil},
 		{"metrics-server", MetricsServerRef(), "metrics-server", "/metrics-server", "metrics-server.tar", "/metrics-server", nil},
+		{"traefik", TraefikRef(), "traefik", "/usr/local/bin/traefik", "traefik.tar", "/usr/local/bin/traefik", nil},
 	}
 	all := Builtins()
 	if len(all) != len(tests) {

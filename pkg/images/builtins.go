@@ -133,9 +133,15 @@ func LocalPathProvisionerRef() string {
 // busybox-static), e.g. "docker.io/library/busybox:1.35.0".
 func BusyboxRef() string { return "docker.io/library/busybox:" + assets.Version("BUSYBOX_VERSION") }
 
+// TraefikRef is the reference of the ingress addon's traefik image under
+// its Docker Official Image name, tagged with TRAEFIK_VERSION of
+// assets/versions.env (the version the Makefile builds), e.g.
+// "docker.io/library/traefik:v3.7.13".
+func TraefikRef() string { return "docker.io/library/traefik:" + assets.Version("TRAEFIK_VERSION") }
+
 // Builtins returns the built-in images, in a fixed order: pause, coredns,
-// agnhost, local-path-provisioner, busybox, metrics-server. The slice is new
-// on every call; callers may change it.
+// agnhost, local-path-provisioner, busybox, metrics-server, traefik. The
+// slice is new on every call; callers may change it.
 func Builtins() []Builtin {
 	return []Builtin{
 		{
@@ -188,6 +194,16 @@ func Builtins() []Builtin {
 			Binary:     "metrics-server",
 			Path:       "/metrics-server",
 			Entrypoint: []string{"/metrics-server"},
+		},
+		{
+			// Upstream's has traefik at /usr/local/bin/traefik on alpine
+			// (run through an entrypoint script that passes flags to
+			// it); the binary alone here, run directly.
+			Name:       "traefik",
+			Ref:        TraefikRef(),
+			Binary:     "traefik",
+			Path:       "/usr/local/bin/traefik",
+			Entrypoint: []string{"/usr/local/bin/traefik"},
 		},
 	}
 }

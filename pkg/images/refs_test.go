@@ -32,6 +32,7 @@ func TestBuiltinRefsMatchComponents(t *testing.T) {
 		{"local-path-provisioner", "LOCAL_PATH_PROVISIONER_VERSION", addonImage(t, "local-path-storage", "rancher/local-path-provisioner")},
 		{"busybox", "BUSYBOX_VERSION", addonImage(t, "local-path-storage", "library/busybox")},
 		{"metrics-server", "METRICS_SERVER_VERSION", addonImage(t, "metrics-server", "metrics-server/metrics-server")},
+		{"traefik", "TRAEFIK_VERSION", addonImage(t, "ingress", "library/traefik")},
 	}
 	if n := len(images.Builtins()); n != len(tests) {
 		t.Fatalf("Builtins() has %d images, the test knows %d: add the new one here", n, len(tests))

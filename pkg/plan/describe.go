@@ -368,7 +368,7 @@ func describeAddons(p *Plan) ([]Described, error) {
 		}
 		apply := components.Description{Name: a.Name + ManifestSuffix, Scope: scope, Kind: components.KindTask,
 			Phase: boot.Addons, Needs: []string{apiserver.ReadyName}, Manifest: manifest,
-			Summary: "server-side apply the " + a.Name + " manifest (below)" + servingSummary(a.Serving)}
+			Summary: "server-side apply the " + a.Name + " manifest (below)" + crdsSummary(a) + servingSummary(a.Serving)}
 		wait := components.Description{Name: a.Name, Scope: scope, Kind: components.KindTask,
 			Phase: boot.Addons, Needs: []string{apply.ID()}, AfterEarlierPhases: true, Available: a.Deployment,
 			Summary: "wait until Deployment " + a.Deployment + " is Available with its pods Ready since this up began"}

@@ -34,3 +34,12 @@ func servingSummary(s *addons.Serving) string {
 	}
 	return out
 }
+
+// crdsSummary says, for an addon's manifest task, which CRDs it applies
+// and waits for first; "" for an addon without CRDs.
+func crdsSummary(a addons.Addon) string {
+	if a.CRDs == "" {
+		return ""
+	}
+	return ", after the CustomResourceDefinitions of " + a.CRDs + " (embedded; each waited for until Established)"
+}

@@ -150,6 +150,10 @@ const inotifyLedger = "/run/kubernix-e2e-inotify-instances"
 // own, which they remove at their end (sharedCluster). Made by the first
 // test that asks for it, brought down (with the leak check) when the last
 // of them ends (scheduler.acquireShared), or else by TestMain.
+// sharedAddons are the shared clusters' addons: the defaults and ingress
+// (TestIngress).
+const sharedAddons = "coredns,local-path-storage,metrics-server,ingress,loadbalancer,registry"
+
 var sharedRoot = &shared{name: "kx-shared", cidr: "10.150.0.0/16", nodes: 2}
 
 // shared is a cluster several tests use side by side.
@@ -253,7 +257,7 @@ func (s *shared) start(binDir string) (*env, error) {
 		binDir: binDir, name: s.name, stateDir: state, cidr: s.cidr,
 		kubeconfig: filepath.Join(kc, "user-kubeconfig"),
 		// A registry port of its own, as newEnv gives (ownRegistryPort).
-		extra:       append([]string{"--nodes", fmt.Sprint(s.nodes)}, registryPortFlag()...),
+		extra:       append([]string{"--nodes", fmt.Sprint(s.nodes), "--addons", sharedAddons}, registryPortFlag()...),
 		netnsBefore: runNetns(),
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

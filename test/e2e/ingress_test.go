@@ -1,0 +1,287 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/vishvananda/netns"
+	certutil "k8s.io/client-go/util/cert"
+)
+
+// ingressBackends are two Deployments of agnhost, each behind a Service
+// of its name on port 80: ing-a runs netexec, whose /hostname answers the
+// pod's name (and other paths other things), ing-b serve-hostname, which
+// answers its pod's name at every path. So a response says which Service
+// a request reached.
+func ingressBackends() string {
+	var docs []string
+	for name, args := range map[string]string{"ing-a": `"netexec", "--http-port=8080"`, "ing-b": `"serve-hostname", "--port=8080"`} {
+		docs = append(docs, fmt.Sprintf(`apiVersion: apps/v1
+kind: Deployment
+metadata: {name: %[1]s}
+spec:
+  replicas: 1
+  selector: {matchLabels: {app: %[1]s}}
+  template:
+    metadata: {labels: {app: %[1]s}}
+    spec:
+      containers:
+        - name: agnhost
+          image: %[2]s
+          imagePullPolicy: Never
+          args: [%[3]s]
+          ports: [{containerPort: 8080}]
+          readinessProbe:
+            httpGet: {path: /healthz, port: 8080}
+            periodSeconds: 1
+---
+apiVersion: v1
+kind: Service
+metadata: {name: %[1]s}
+spec:
+  selector: {app: %[1]s}
+  ports: [{port: 80, targetPort: 8080}]`, name, agnhost, args))
+	}
+	return strings.Join(docs, "\n---\n")
+}
+
+// ingressRules is an Ingress of the default IngressClass with two host
+// rules and a path rule: a.kx.test goes to ing-a but its paths under /b
+// to ing-b, b.kx.test to ing-b; no other host is routed. tls.kx.test is
+// served over HTTPS with the Secret ingress-tls and goes to ing-a.
+const ingressRules = `apiVersion: networking.k8s.io/v1
+kind: Ingress
+metadata: {name: two-hosts}
+spec:
+  tls:
+    - hosts: [tls.kx.test]
+      secretName: ingress-tls
+  rules:
+    - host: a.kx.test
+      http:
+        paths:
+          - {path: /, pathType: Prefix, backend: {service: {name: ing-a, port: {number: 80}}}}
+          - {path: /b, pathType: Prefix, backend: {service: {name: ing-b, port: {number: 80}}}}
+    - host: b.kx.test
+      http:
+        paths:
+          - {path: /, pathType: Prefix, backend: {service: {name: ing-b, port: {number: 80}}}}
+    - host: tls.kx.test
+      http:
+        paths:
+          - {path: /, pathType: Prefix, backend: {service: {name: ing-a, port: {number: 80}}}}
+`
+
+// httpRoutes are two HTTPRoutes on the addon's default Gateway
+// (kube-system/traefik, listener web): ra.kx.test to ing-a, and
+// rb.kx.test's paths under /b to ing-b.
+const httpRoutes = `apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: route-a}
+spec:
+  parentRefs: [{name: traefik, namespace: kube-system, sectionName: web}]
+  hostnames: [ra.kx.test]
+  rules:
+    - backendRefs: [{name: ing-a, port: 80}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: route-b}
+spec:
+  parentRefs: [{name: traefik, namespace: kube-system, sectionName: web}]
+  hostnames: [rb.kx.test]
+  rules:
+    - matches: [{path: {type: PathPrefix, value: /b}}]
+      backendRefs: [{name: ing-b, port: 80}]
+`
+
+// tlsGateway is a Gateway of the test's own with an HTTPS listener for
+// gtls.kx.test on port 443 (traefik's websecure entry point), its
+// certificate the Secret gateway-tls, and an HTTPRoute on it to ing-b.
+const tlsGateway = `apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: tls}
+spec:
+  gatewayClassName: traefik
+  listeners:
+    - name: https
+      protocol: HTTPS
+      port: 443
+      hostname: gtls.kx.test
+      tls:
+        mode: Terminate
+        certificateRefs: [{name: gateway-tls}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: route-tls}
+spec:
+  parentRefs: [{name: tls, sectionName: https}]
+  rules:
+    - backendRefs: [{name: ing-b, port: 80}]
+`
+
+// TestIngress checks issue 29's ingress addon on the shared cluster: an
+// Ingress with two host rules and a path rule routes to two Services,
+// reached with curl --resolve from the host at the address of Service
+// kube-system/traefik, which the Ingress's status shows; HTTPRoutes on
+// the default Gateway do the same at the Gateway's status address; an
+// Ingress TLS Secret and a Gateway HTTPS listener's certificateRefs serve
+// their certificates (curl verifies them against their CAs); a
+// pod reaches the routes too, a neighbour does not.
+func TestIngress(t *testing.T) {
+	e := sharedCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	pairs := testCertificates(t, "tls.kx.test", "gtls.kx.test")
+	e.mustKubectl(ctx, "create", "secret", "tls", "ingress-tls", "--cert", pairs["tls.kx.test"][0], "--key", pairs["tls.kx.test"][1])
+	e.mustKubectl(ctx, "create", "secret", "tls", "gateway-tls", "--cert", pairs["gtls.kx.test"][0], "--key", pairs["gtls.kx.test"][1])
+	e.apply(ctx, ingressBackends()+"\n---\n"+ingressRules+"---\n"+httpRoutes+"---\n"+tlsGateway)
+	e.mustKubectl(ctx, "wait", "--for=condition=Available", "deployment/ing-a", "deployment/ing-b", "--timeout=180s")
+
+	var lb string
+	eventually(t, 60*time.Second, "Service kube-system/traefik has a LoadBalancer IP", func() error {
+		out, err := e.kubectl(ctx, "get", "service", "-n", "kube-system", "traefik", "-o", "jsonpath={.status.loadBalancer.ingress[0].ip}")
+		if lb = strings.TrimSpace(out); err == nil && net.ParseIP(lb) == nil {
+			return fmt.Errorf("ingress %q", out)
+		}
+		return err
+	})
+	t.Logf("traefik's LoadBalancer IP: %s", lb)
+
+	t.Run("Ingress: two host rules and a path rule, from the host", func(t *testing.T) {
+		eventually(t, 60*time.Second, "the Ingress's status names the LoadBalancer IP", func() error {
+			out, err := e.kubectl(ctx, "get", "ingress", "two-hosts", "-o", "jsonpath={.status.loadBalancer.ingress[*].ip}")
+			if err == nil && strings.TrimSpace(out) != lb {
+				return fmt.Errorf("status ingress %q, want %s", out, lb)
+			}
+			return err
+		})
+		wantRouted(ctx, t, "http", lb, "a.kx.test", "/hostname", "", "ing-a-")
+		wantRouted(ctx, t, "http", lb, "a.kx.test", "/b/hostname", "", "ing-b-")
+		wantRouted(ctx, t, "http", lb, "b.kx.test", "/hostname", "", "ing-b-")
+		wantStatus(ctx, t, lb, "c.kx.test", "/hostname", "404")
+	})
+
+	t.Run("HTTPRoutes on the default Gateway, from the host", func(t *testing.T) {
+		var gw string
+		eventually(t, 60*time.Second, "Gateway kube-system/traefik is Programmed with an address", func() error {
+			out, err := e.kubectl(ctx, "get", "gateway", "-n", "kube-system", "traefik", "-o",
+				`jsonpath={.status.conditions[?(@.type=="Programmed")].status} {.status.addresses[0].value}`)
+			f := strings.Fields(out)
+			if err == nil && (len(f) != 2 || f[0] != "True") {
+				return fmt.Errorf("Programmed and address: %q", out)
+			}
+			if err == nil {
+				gw = f[1]
+			}
+			return err
+		})
+		if gw != lb {
+			t.Errorf("the Gateway's address is %s, want traefik's LoadBalancer IP %s", gw, lb)
+		}
+		wantRouted(ctx, t, "http", gw, "ra.kx.test", "/hostname", "", "ing-a-")
+		wantRouted(ctx, t, "http", gw, "rb.kx.test", "/b/hostname", "", "ing-b-")
+		wantStatus(ctx, t, gw, "rb.kx.test", "/hostname", "404")
+	})
+
+	t.Run("TLS: the Ingress's Secret and the Gateway listener's certificate", func(t *testing.T) {
+		wantRouted(ctx, t, "https", lb, "tls.kx.test", "/hostname", pairs["tls.kx.test"][0], "ing-a-")
+		eventually(t, 60*time.Second, "Gateway tls is Programmed", func() error {
+			out, err := e.kubectl(ctx, "get", "gateway", "tls", "-o", `jsonpath={.status.conditions[?(@.type=="Programmed")].status}`)
+			if err == nil && strings.TrimSpace(out) != "True" {
+				return fmt.Errorf("Programmed %q", out)
+			}
+			return err
+		})
+		wantRouted(ctx, t, "https", lb, "gtls.kx.test", "/hostname", pairs["gtls.kx.test"][0], "ing-b-")
+	})
+
+	t.Run("a pod reaches the routes, a neighbour does not", func(t *testing.T) {
+		pod := strings.TrimSpace(e.mustKubectl(ctx, "get", "pods", "-l", "app=ing-a", "-o", "jsonpath={.items[0].metadata.name}"))
+		eventually(t, 30*time.Second, "curl from pod "+pod, func() error {
+			out, err := e.kubectl(ctx, "exec", pod, "--", "curl", "-sS", "--max-time", "5", "--resolve", "b.kx.test:80:"+lb, "http://b.kx.test/hostname")
+			if err == nil && !strings.HasPrefix(strings.TrimSpace(out), "ing-b-") {
+				return fmt.Errorf("answer %q", out)
+			}
+			return err
+		})
+		n := newNeighbour(t, e.cidr, "")
+		defer n.remove()
+		addr := net.JoinHostPort(lb, "80")
+		if err := dial(n.ns, addr); err == nil {
+			t.Errorf("the neighbour reached traefik at %s", addr)
+		}
+		if err := dial(netns.None(), addr); err != nil {
+			t.Errorf("the host cannot reach traefik at %s: %v", addr, err)
+		}
+	})
+}
+
+// wantRouted waits until curl from the host, resolving host to ip, gets
+// an answer starting with prefix for scheme://host path (HTTPS verified
+// against the CA file ca).
+func wantRouted(ctx context.Context, t *testing.T, scheme, ip, host, path, ca, prefix string) {
+	t.Helper()
+	port := map[string]string{"http": "80", "https": "443"}[scheme]
+	args := []string{"-sS", "--fail", "--max-time", "5", "--resolve", host + ":" + port + ":" + ip}
+	if ca != "" {
+		args = append(args, "--cacert", ca)
+	}
+	args = append(args, scheme+"://"+host+path)
+	eventually(t, 60*time.Second, "curl "+strings.Join(args, " "), func() error {
+		out, err := exec.CommandContext(ctx, "curl", args...).CombinedOutput()
+		if err == nil && !strings.HasPrefix(strings.TrimSpace(string(out)), prefix) {
+			return fmt.Errorf("answer %q, want one from %s*", out, prefix)
+		}
+		if err != nil {
+			return fmt.Errorf("%v: %s", err, out)
+		}
+		return nil
+	})
+}
+
+// wantStatus waits until curl from the host gets the HTTP status code
+// for http://host/path at ip.
+func wantStatus(ctx context.Context, t *testing.T, ip, host, path, code string) {
+	t.Helper()
+	eventually(t, 30*time.Second, "HTTP "+code+" for "+host+path, func() error {
+		out, err := exec.CommandContext(ctx, "curl", "-sS", "-o", "/dev/null", "-w", "%{http_code}", "--max-time", "5",
+			"--resolve", host+":80:"+ip, "http://"+host+path).CombinedOutput()
+		if err == nil && strings.TrimSpace(string(out)) != code {
+			return fmt.Errorf("status %s", out)
+		}
+		return err
+	})
+}
+
+// testCertificates writes, for each host, a serving certificate for it
+// and its key as PEM files in a temporary directory (client-go's
+// self-signed pair: the certificate file also holds the CA that signed
+// it, so it is also the file curl --cacert verifies the host with).
+func testCertificates(t *testing.T, hosts ...string) map[string][2]string {
+	t.Helper()
+	dir := t.TempDir()
+	pairs := map[string][2]string{}
+	for _, host := range hosts {
+		crt, key, err := certutil.GenerateSelfSignedCertKey(host, nil, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files := [2]string{filepath.Join(dir, host+".crt"), filepath.Join(dir, host+".key")}
+		for i, b := range [][]byte{crt, key} {
+			if err := os.WriteFile(files[i], b, 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}
+		pairs[host] = files
+	}
+	return pairs
+}
