@@ -45,7 +45,7 @@ UPSTREAM   := $(BIN)/kube $(BIN)/kubectl $(BIN)/agnhost $(BIN)/containerd \
 KUBERNIX_SRC := $(shell find cmd pkg assets images -type f 2>/dev/null) go.mod go.sum
 
 .PHONY: all deps bins release-bins images build install uninstall up down test unit e2e e2e-release soak bench doctor clean fmt vet vet-bundle \
-	conformance conformance-bins netpol dualstack conformance-ipv6
+	conformance conformance-bins netpol dualstack conformance-ipv6 gateway-conformance
 
 all: build
 
@@ -367,6 +367,18 @@ conformance-ipv6: deps bins images build
 	OUT=$(OUT) BIN=$(BIN) IMAGES=$(IMAGES) GO=$(GO) CONF=$(CONFORMANCE_OUT)/ipv6 CONF_BIN=$(CONFORMANCE_BIN) \
 		CONFORMANCE_NAME=conformance-ipv6 CONFORMANCE_FLAGS="--ip-family ipv6 $(CONFORMANCE_FLAGS)" \
 		KUBERNETES_VERSION=$(KUBERNETES_VERSION) RELEASE_MODULE=$(RELEASE_MOD) hack/conformance.sh
+
+# `make gateway-conformance [RUN_TEST=name] [SKIP_TESTS=a,b]` (issue #29)
+# runs upstream's Gateway API conformance suite (GATEWAY-HTTP profile)
+# offline against the ingress addon of a 2-node cluster of its own:
+# hack/gateway-conformance.sh; report and summary.md under
+# $(OUT)/gateway. Not part of `make test`.
+GATEWAY_OUT := $(OUT)/gateway
+export RUN_TEST SKIP_TESTS
+$(GATEWAY_OUT)/bin/conformance.test: test/gateway/go.mod test/gateway/go.sum $(wildcard test/gateway/*.go)
+	cd test/gateway && $(GO) test -c -o $@ .
+gateway-conformance: deps bins images build $(GATEWAY_OUT)/bin/conformance.test
+	OUT=$(OUT) BIN=$(BIN) GO=$(GO) GW=$(GATEWAY_OUT) hack/gateway-conformance.sh
 
 # Benchmark (issue #7): up/down real clusters of each size, several runs,
 # and report time to Ready, boot phases, memory, teardown and image import

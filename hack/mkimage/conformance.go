@@ -54,7 +54,8 @@ type goBinary struct {
 	// repository root: "." (kubernix), "bundle" (k8s.io/kubernetes v1.37.2
 	// and etcd v3.7.0, as the cluster's binaries) or "test/conformance"
 	// (its e2e suite's module graph, which also holds
-	// k8s.io/sample-apiserver).
+	// k8s.io/sample-apiserver) or "test/gateway" (the Gateway API
+	// conformance suite's).
 	Module string
 	// Package is the main package's import path or, in ".", its
 	// directory.
@@ -72,6 +73,8 @@ var goBinaries = []goBinary{
 	{Name: "sample-apiserver", Module: "test/conformance", Package: "k8s.io/sample-apiserver"},
 	// The busybox image's /bin/sh.
 	{Name: "envsh", Module: ".", Package: "./images/envsh"},
+	// The Gateway API conformance suite's backend (the gateway set).
+	{Name: "echo-basic", Module: "test/gateway", Package: "sigs.k8s.io/gateway-api/conformance/echo-basic"},
 }
 
 // debPackages are the Debian packages whose files conformance images

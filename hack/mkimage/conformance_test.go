@@ -404,13 +404,13 @@ func TestSameContent(t *testing.T) {
 
 // TestInModule: -module moves the programs of the Kubernetes tree (the
 // bundle's and test/conformance's) to a release's module, and leaves
-// kubernix's own.
+// kubernix's own and the Gateway API suite's.
 func TestInModule(t *testing.T) {
 	for _, g := range goBinaries {
 		got := inModule(g, "bundle/releases/v1.35")
 		want := "bundle/releases/v1.35"
-		if g.Module == "." {
-			want = "."
+		if g.Module == "." || g.Module == "test/gateway" {
+			want = g.Module
 		}
 		if got.Module != want || got.Package != g.Package || got.Name != g.Name {
 			t.Errorf("inModule(%s) = %+v, want module %s", g.Name, got, want)
@@ -418,5 +418,22 @@ func TestInModule(t *testing.T) {
 		if inModule(g, "") != g {
 			t.Errorf("inModule(%s, \"\") changed it", g.Name)
 		}
+	}
+}
+
+// TestGatewaySet: -set gateway is echo-basic under the tag most of the
+// Gateway API suite's manifests run, made from the program built in
+// test/gateway (and nothing else of the work dir).
+func TestGatewaySet(t *testing.T) {
+	set, err := imageSet(options{set: setGateway, workDir: "/w"})
+	if err != nil || len(set) != 1 || set[0].Name != "echo-basic" || set[0].Ref != echoBasicRef {
+		t.Fatalf("gateway set %+v, %v; want echo-basic %s", set, err, echoBasicRef)
+	}
+	need := goBinariesFor(set, "/bin", "/w")
+	if len(need) != 1 || need[0].Module != "test/gateway" || need[0].Package != "sigs.k8s.io/gateway-api/conformance/echo-basic" {
+		t.Errorf("programs for the gateway set: %+v; want echo-basic of test/gateway", need)
+	}
+	if pkgs := debPackagesFor(set, "/bin", "/w"); len(pkgs) != 0 {
+		t.Errorf("Debian packages for the gateway set: %v; want none", pkgs)
 	}
 }

@@ -67,6 +67,7 @@ type options struct {
 const (
 	setBuiltin     = "builtin"
 	setConformance = "conformance"
+	setGateway     = "gateway"
 )
 
 // run is mkimage: it parses args, then builds the images they name.
@@ -74,7 +75,7 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	var o options
 	fs := flag.NewFlagSet("mkimage", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&o.set, "set", setBuiltin, "image set: "+setBuiltin+" (pkg/images Builtins) or "+setConformance+" (the upstream conformance specs' other images)")
+	fs.StringVar(&o.set, "set", setBuiltin, "image set: "+setBuiltin+" (pkg/images Builtins), "+setConformance+" (the upstream conformance specs' other images) or "+setGateway+" (the Gateway API conformance suite's)")
 	fs.StringVar(&o.binDir, "bin-dir", "_output/bin", "directory holding the static binaries")
 	fs.StringVar(&o.workDir, "work-dir", "_output/conformance/image-work", "directory for the programs and Debian packages the conformance images are made from (-set "+setConformance+")")
 	fs.StringVar(&o.outDir, "out", "_output/images", "directory to write the image tarballs to")
@@ -83,12 +84,7 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 	fs.StringVar(&o.refs, "refs", "", "file of image references, one a line (e2e.test --list-images): also make each image of the set or the built-in ones whose repository one names under that reference")
 	fs.StringVar(&o.module, "module", "", "Go module the conformance set's Kubernetes programs (etcd, nonewprivs, sample-apiserver) are built in, e.g. a release's bundle/releases/v1.35 (default: bundle, and test/conformance for sample-apiserver)")
 	fs.BoolVar(&o.force, "force", false, "rebuild images that are up to date")
-	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "usage: mkimage [flags] [name...]\n  -set %s: %s\n  -set %s: %s\n",
-			setBuiltin, strings.Join(names(images.Builtins()), " "),
-			setConformance, strings.Join(names(conformanceBuiltins(conformanceImages(""))), " "))
-		fs.PrintDefaults()
-	}
+	fs.Usage = func() { usage(fs) }
 	if err := fs.Parse(args); err != nil {
 		return err
 	}
@@ -129,6 +125,15 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 		}
 	}
 	return nil
+}
+
+// usage prints mkimage's usage: the image sets and fs's flags.
+func usage(fs *flag.FlagSet) {
+	fmt.Fprintf(fs.Output(), "usage: mkimage [flags] [name...]\n  -set %s: %s\n  -set %s: %s\n  -set %s: %s\n",
+		setBuiltin, strings.Join(names(images.Builtins()), " "),
+		setConformance, strings.Join(names(conformanceBuiltins(conformanceImages(""))), " "),
+		setGateway, strings.Join(names(gatewayImages("")), " "))
+	fs.PrintDefaults()
 }
 
 // kubernetesDir returns the directory of the pinned Kubernetes module's
@@ -173,8 +178,10 @@ func imageSet(o options) ([]images.Builtin, error) {
 		return images.Builtins(), nil
 	case setConformance:
 		return conformanceBuiltins(conformanceImages(o.workDir)), nil
+	case setGateway:
+		return gatewayImages(o.workDir), nil
 	}
-	return nil, fmt.Errorf("-set %q: unknown image set; known: %s, %s", o.set, setBuiltin, setConformance)
+	return nil, fmt.Errorf("-set %q: unknown image set; known: %s, %s, %s", o.set, setBuiltin, setConformance, setGateway)
 }
 
 // selectImages returns the images of all with the given names, in the
