@@ -68,7 +68,8 @@ func (c *Cluster) importBuiltins(ctx context.Context, nd *node.Node) error {
 		return fmt.Errorf("no built-in images in %s: run `make images`", c.Plan.ImagesDir)
 	}
 	sort.Strings(tars)
-	tars = slices.DeleteFunc(tars, func(t string) bool { return unusedBuiltins(c.Plan.Cfg)[filepath.Base(t)] })
+	unused := unusedBuiltins(c.Plan.Cfg)
+	tars = slices.DeleteFunc(tars, func(t string) bool { return unused[filepath.Base(t)] })
 	have := map[string]string{} // ref -> built-in ID label
 	present, err := containerd.List(ctx, socket)
 	if err != nil {
@@ -109,14 +110,14 @@ func unusedBuiltins(cfg config.Config) map[string]bool {
 	for _, a := range addons.Table {
 		if !a.Default && !cfg.HasAddon(a.Name) {
 			for _, name := range a.Images {
-				unused[name+".tar"] = true
+				unused[images.Builtin{Name: name}.FileName()] = true
 			}
 		}
 	}
 	for _, a := range addons.Table {
 		if a.Default || cfg.HasAddon(a.Name) {
 			for _, name := range a.Images {
-				delete(unused, name+".tar")
+				delete(unused, images.Builtin{Name: name}.FileName())
 			}
 		}
 	}
