@@ -163,11 +163,15 @@ $(BIN)/metrics-server: $(BUNDLE_COMPILED)
 
 # traefik (the ingress addon) is built in its own module, bundle/traefik,
 # whose go.mod says what stands in for the modules traefik's own go.mod
-# replaces: copies of lego and gorilla/mux with files of ours
-# (bundle/traefik/_add), made from Go's module cache by hack/modcopy.sh.
+# replaces: copies of lego and gorilla/mux with files of ours, and of
+# traefik with our patch (bundle/traefik/_add), made from Go's module
+# cache by hack/modcopy.sh.
 TRAEFIK_MOD := bundle/traefik
 mod_version = $(shell sed -n 's/^[[:space:]]*$(subst /,\/,$(1)) \(v[^ ]*\).*/\1/p' $(TRAEFIK_MOD)/go.mod)
-TRAEFIK_COPIES := $(addprefix $(TRAEFIK_MOD)/_mod/,lego/.made mux/.made go-http-auth/.made)
+TRAEFIK_COPIES := $(addprefix $(TRAEFIK_MOD)/_mod/,traefik/.made lego/.made mux/.made go-http-auth/.made)
+$(TRAEFIK_MOD)/_mod/traefik/.made: $(TRAEFIK_MOD)/go.mod hack/modcopy.sh $(shell find $(TRAEFIK_MOD)/_add/traefik -type f)
+	GO=$(GO) hack/modcopy.sh github.com/traefik/traefik/v3 $(TRAEFIK_VERSION) $(@D) $(TRAEFIK_MOD)/_add/traefik
+	touch $@
 $(TRAEFIK_MOD)/_mod/lego/.made: $(TRAEFIK_MOD)/go.mod hack/modcopy.sh $(shell find $(TRAEFIK_MOD)/_add/lego -type f)
 	GO=$(GO) hack/modcopy.sh github.com/go-acme/lego/v5 $(call mod_version,github.com/go-acme/lego/v5) \
 		$(@D) $(TRAEFIK_MOD)/_add/lego 'providers/dns/*'

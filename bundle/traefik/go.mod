@@ -11,6 +11,10 @@
 //     traefik takes from the fork (./_add/go-http-auth);
 //   - github.com/gorilla/mux (likewise): a copy of the original, v1.8.1,
 //     with the two names traefik takes from the fork (./_add/mux);
+// traefik itself by a copy with ./_add/traefik/gateways.patch applied:
+// the kubernetesGateway provider's option `gateways` (namespace/name of
+// the only Gateways an instance serves), so that kubernix's cloud
+// controller can give each Gateway a traefik of its own and an address;
 // and lego (the ACME client) by a copy of its module whose DNS-01
 // providers package is ./_add/lego/providers/dns alone (several providers'
 // SDKs are not served at the versions lego needs). hack/modcopy.sh writes
@@ -260,6 +264,8 @@ require (
 )
 
 replace github.com/traefik/traefik/dynamic/ext => ./ext
+
+replace github.com/traefik/traefik/v3 => ./_mod/traefik
 
 replace github.com/abbot/go-http-auth => ./_mod/go-http-auth
 

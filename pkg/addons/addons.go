@@ -153,6 +153,10 @@ type Params struct {
 	// Volumes are the nodes' directories for local-path-storage's
 	// volumes, one per node.
 	Volumes []NodeDir
+	// CloudController is the user name of the cloud controller's
+	// identity (pki.CloudControllerName), which the ingress addon grants
+	// what its Gateway provisioner (pkg/gateway) needs.
+	CloudController string
 	// Images maps a built-in image's name to its reference, e.g.
 	// "coredns" -> "registry.k8s.io/coredns/coredns:v1.14.6"; filled by
 	// Render.

@@ -385,7 +385,7 @@ func describeAddons(p *Plan) ([]Described, error) {
 
 // addonParams are what the addons' manifests are rendered from.
 func (p *Plan) addonParams() addons.Params {
-	ap := addons.Params{ClusterDomain: p.Cfg.ClusterDomain, DNSIP: p.Net.DNSServiceIP()}
+	ap := addons.Params{ClusterDomain: p.Cfg.ClusterDomain, DNSIP: p.Net.DNSServiceIP(), CloudController: pki.CloudControllerName}
 	for _, nd := range p.Nodes {
 		ap.Volumes = append(ap.Volumes, addons.NodeDir{Node: nd.Name, Dir: p.Paths.Node(nd.Name).Volumes()})
 	}

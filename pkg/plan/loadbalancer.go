@@ -12,7 +12,8 @@ import (
 // LoadBalancer Services an IP of the cluster's pool (pkg/loadbalancer),
 // with the identity its RBAC binding (the cluster-admins task) serves.
 // In a rootless cluster it also publishes their ports on the host's
-// 127.0.0.1 through rootlesskit's API socket.
+// 127.0.0.1 through rootlesskit's API socket. With the ingress addon it
+// also gives each Gateway a traefik of its own (pkg/gateway).
 func describeCloudController(p *Plan) ([]Described, error) {
 	if !p.Cfg.HasAddon(addons.LoadBalancer) {
 		return nil, nil
@@ -27,6 +28,9 @@ func describeCloudController(p *Plan) ([]Described, error) {
 	}
 	if p.Rootless && p.RootlesskitStateDir != "" {
 		spec.RootlesskitAPI = filepath.Join(p.RootlesskitStateDir, "api.sock")
+	}
+	if ingress, ok := addons.Lookup(addons.Ingress); ok && p.Cfg.HasAddon(addons.Ingress) {
+		spec.GatewayTemplate = ingress.Deployment
 	}
 	return plain(cloudcontroller.Describe(spec)), nil
 }

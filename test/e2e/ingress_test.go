@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -135,7 +136,9 @@ spec:
 // the default Gateway do the same at the Gateway's status address; an
 // Ingress TLS Secret and a Gateway HTTPS listener's certificateRefs serve
 // their certificates (curl verifies them against their CAs); a
-// pod reaches the routes too, a neighbour does not.
+// pod reaches the routes too, a neighbour does not. A Gateway of the
+// test's own gets an address of its own, served by a traefik of its own
+// (pkg/gateway), which deleting the Gateway frees.
 func TestIngress(t *testing.T) {
 	e := sharedCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -171,19 +174,7 @@ func TestIngress(t *testing.T) {
 	})
 
 	t.Run("HTTPRoutes on the default Gateway, from the host", func(t *testing.T) {
-		var gw string
-		eventually(t, 60*time.Second, "Gateway kube-system/traefik is Programmed with an address", func() error {
-			out, err := e.kubectl(ctx, "get", "gateway", "-n", "kube-system", "traefik", "-o",
-				`jsonpath={.status.conditions[?(@.type=="Programmed")].status} {.status.addresses[0].value}`)
-			f := strings.Fields(out)
-			if err == nil && (len(f) != 2 || f[0] != "True") {
-				return fmt.Errorf("Programmed and address: %q", out)
-			}
-			if err == nil {
-				gw = f[1]
-			}
-			return err
-		})
+		gw := programmedAddress(ctx, t, e, "kube-system", "traefik")
 		if gw != lb {
 			t.Errorf("the Gateway's address is %s, want traefik's LoadBalancer IP %s", gw, lb)
 		}
@@ -192,16 +183,45 @@ func TestIngress(t *testing.T) {
 		wantStatus(ctx, t, gw, "rb.kx.test", "/hostname", "404")
 	})
 
+	var tlsAddr string
 	t.Run("TLS: the Ingress's Secret and the Gateway listener's certificate", func(t *testing.T) {
 		wantRouted(ctx, t, "https", lb, "tls.kx.test", "/hostname", pairs["tls.kx.test"][0], "ing-a-")
-		eventually(t, 60*time.Second, "Gateway tls is Programmed", func() error {
-			out, err := e.kubectl(ctx, "get", "gateway", "tls", "-o", `jsonpath={.status.conditions[?(@.type=="Programmed")].status}`)
-			if err == nil && strings.TrimSpace(out) != "True" {
-				return fmt.Errorf("Programmed %q", out)
+		tlsAddr = programmedAddress(ctx, t, e, e.namespace, "tls")
+		wantRouted(ctx, t, "https", tlsAddr, "gtls.kx.test", "/hostname", pairs["gtls.kx.test"][0], "ing-b-")
+	})
+
+	t.Run("each Gateway its own address; deleting the Gateway frees it", func(t *testing.T) {
+		if tlsAddr == "" {
+			t.Skip("Gateway tls got no address")
+		}
+		if tlsAddr == lb {
+			t.Errorf("Gateway tls has the default Gateway's address %s, want one of its own", lb)
+		}
+		// The default Gateway's traefik does not serve Gateway tls's
+		// routes: only tls's own address does.
+		if out, err := exec.CommandContext(ctx, "curl", "-sS", "--max-time", "5", "-k", "--resolve", "gtls.kx.test:443:"+lb,
+			"https://gtls.kx.test/hostname").CombinedOutput(); err == nil && strings.HasPrefix(string(out), "ing-b-") {
+			t.Errorf("the default Gateway's address %s served Gateway tls's route: %q", lb, out)
+		}
+		e.mustKubectl(ctx, "delete", "gateway", "tls", "--wait")
+		eventually(t, 60*time.Second, "no Service holds "+tlsAddr+" and nothing answers there", func() error {
+			out, err := e.kubectl(ctx, "get", "services", "-A", "-o", "jsonpath={.items[*].status.loadBalancer.ingress[*].ip}")
+			if err != nil {
+				return err
 			}
-			return err
+			if slices.Contains(strings.Fields(out), tlsAddr) {
+				return fmt.Errorf("a Service still has %s: %s", tlsAddr, out)
+			}
+			if err := dial(netns.None(), net.JoinHostPort(tlsAddr, "443")); err == nil {
+				return fmt.Errorf("%s:443 still answers", tlsAddr)
+			}
+			return nil
 		})
-		wantRouted(ctx, t, "https", lb, "gtls.kx.test", "/hostname", pairs["gtls.kx.test"][0], "ing-b-")
+		out := e.mustKubectl(ctx, "get", "deployments,services", "-n", "kube-system", "-l", "app.kubernetes.io/name=traefik-gateway",
+			"-o", `jsonpath={range .items[*]}{.metadata.annotations.kubernix\.dev/gateway}{"\n"}{end}`)
+		if gw := e.namespace + "/tls"; slices.Contains(strings.Fields(out), gw) {
+			t.Errorf("Gateway %s's objects are left in kube-system: %s", gw, out)
+		}
 	})
 
 	t.Run("a pod reaches the routes, a neighbour does not", func(t *testing.T) {
@@ -284,4 +304,24 @@ func testCertificates(t *testing.T, hosts ...string) map[string][2]string {
 		pairs[host] = files
 	}
 	return pairs
+}
+
+// programmedAddress waits until the Gateway namespace/name is Programmed
+// with an address and returns the address.
+func programmedAddress(ctx context.Context, t *testing.T, e *env, namespace, name string) string {
+	t.Helper()
+	var addr string
+	eventually(t, 90*time.Second, "Gateway "+namespace+"/"+name+" is Programmed with an address", func() error {
+		out, err := e.kubectl(ctx, "get", "gateway", "-n", namespace, name, "-o",
+			`jsonpath={.status.conditions[?(@.type=="Programmed")].status} {.status.addresses[0].value}`)
+		f := strings.Fields(out)
+		if err == nil && (len(f) != 2 || f[0] != "True") {
+			return fmt.Errorf("Programmed and address: %q", out)
+		}
+		if err == nil {
+			addr = f[1]
+		}
+		return err
+	})
+	return addr
 }

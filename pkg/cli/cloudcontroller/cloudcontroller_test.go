@@ -50,3 +50,30 @@ func TestOptionsPools(t *testing.T) {
 		})
 	}
 }
+
+// TestGatewayTemplate checks --gateway-template: absent is off, else
+// namespace/name or an ErrInvalid naming the flag.
+func TestGatewayTemplate(t *testing.T) {
+	for _, tt := range []struct {
+		arg, want string
+		bad       bool
+	}{
+		{arg: "", want: "/"},
+		{arg: "kube-system/traefik", want: "kube-system/traefik"},
+		{arg: "traefik", bad: true},
+		{arg: "/traefik", bad: true},
+		{arg: "a/b/c", bad: true},
+	} {
+		f := flags{gateways: tt.arg}
+		got, err := f.gatewayTemplate()
+		if tt.bad {
+			if !errors.Is(err, config.ErrInvalid) || !strings.Contains(err.Error(), "--gateway-template") {
+				t.Errorf("%q: error %v, want ErrInvalid naming --gateway-template", tt.arg, err)
+			}
+			continue
+		}
+		if err != nil || got.String() != tt.want {
+			t.Errorf("%q: %v, %v; want %s", tt.arg, got, err, tt.want)
+		}
+	}
+}

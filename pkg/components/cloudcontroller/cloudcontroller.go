@@ -2,7 +2,8 @@
 // hidden `kubernix cloud-controller` subcommand (pkg/loadbalancer), which
 // runs the upstream service controller of k8s.io/cloud-provider so that
 // LoadBalancer Services get an IP of the cluster's pool of each of their
-// IP families.
+// IP families, and, with the ingress addon, the Gateway provisioner
+// (pkg/gateway).
 package cloudcontroller
 
 import (
@@ -42,6 +43,10 @@ type Spec struct {
 	// through which the ports of LoadBalancer IPs are published on the
 	// host's 127.0.0.1; "" as root.
 	RootlesskitAPI string
+	// GatewayTemplate, with the ingress addon, is the namespace/name of
+	// its traefik Deployment, from which the Gateway provisioner
+	// (pkg/gateway) makes each Gateway's traefik; "" without it.
+	GatewayTemplate string
 	// After are the IDs of components, besides the ready apiserver, it
 	// waits for: those that grant its identity the RBAC it needs.
 	After []string
@@ -80,6 +85,9 @@ func Command(s Spec) process.Command {
 	}
 	if s.RootlesskitAPI != "" {
 		args = append(args, "--rootlesskit-api="+s.RootlesskitAPI)
+	}
+	if s.GatewayTemplate != "" {
+		args = append(args, "--gateway-template="+s.GatewayTemplate)
 	}
 	return process.Command{Path: s.Self, Args: args}
 }
