@@ -31,13 +31,30 @@ var HostLoopback = netip.MustParseAddr("127.0.0.1")
 // RootlessPorts publishes through rootlesskit's port driver (its REST API
 // on the socket <rootlesskit state dir>/api.sock): each port P of a
 // LoadBalancer IP is forwarded from the host's 127.0.0.1:P into the
-// namespace, to IP:P, which the host routes there serve. An ordinary user
-// cannot bind ports below net.ipv4.ip_unprivileged_port_start (1024 by
-// default) on the host: such a port fails to publish, with rootlesskit's
-// error. The forwards are rootlesskit's record: a restarted controller
-// finds them (ListPorts) and they end with rootlesskit.
+// namespace, to IP:P, which the host routes there serve, but for a port
+// below 1024: an ordinary user cannot bind those on the host (below
+// net.ipv4.ip_unprivileged_port_start, 1024 by default), so they are
+// published at HostPort(P), 8000 above (80 on 8080, 443 on 8443), the
+// ports rootless development setups use for them. A port taken on the
+// host fails to publish, with rootlesskit's error. The forwards are
+// rootlesskit's record: a restarted controller finds them (ListPorts) and
+// they end with rootlesskit.
 type RootlessPorts struct {
 	ports port.Manager
+}
+
+// privilegedShift is how far above its own port RootlessPorts publishes
+// a port below 1024 on the host.
+const privilegedShift = 8000
+
+// HostPort is the port of the host's 127.0.0.1 at which RootlessPorts
+// publishes a LoadBalancer port p: p itself from 1024 up, else
+// p+8000 (80 → 8080, 443 → 8443).
+func HostPort(p int32) int32 {
+	if p < 1024 {
+		return p + privilegedShift
+	}
+	return p
 }
 
 // NewRootlessPorts returns the publisher of rootlesskit's API socket
@@ -62,9 +79,10 @@ func (r *RootlessPorts) Publish(ctx context.Context, ip netip.Addr, ports []v1.S
 			errs = append(errs, fmt.Errorf("port %d/%s: only TCP and UDP can be published on the host", sp.Port, sp.Protocol))
 			continue
 		}
+		hp := HostPort(sp.Port)
 		want = append(want, port.Spec{Proto: strings.ToLower(string(sp.Protocol)), ParentIP: HostLoopback.String(),
-			ParentPort: int(sp.Port), ChildIP: ip.String(), ChildPort: int(sp.Port)})
-		out = append(out, netip.AddrPortFrom(HostLoopback, uint16(sp.Port)))
+			ParentPort: int(hp), ChildIP: ip.String(), ChildPort: int(sp.Port)})
+		out = append(out, netip.AddrPortFrom(HostLoopback, uint16(hp)))
 	}
 	have, err := r.ports.ListPorts(ctx)
 	if err != nil {

@@ -74,6 +74,8 @@ func TestRootlessPortsPublish(t *testing.T) {
 			},
 			ports: ports("8080/TCP"),
 			want:  []string{"127.0.0.1:7070->10.9.32.2:7070/tcp", "127.0.0.1:8080->10.9.32.1:8080/tcp"}},
+		{name: "ports below 1024 8000 above", ports: ports("80/TCP", "443/TCP", "1023/UDP", "1024/TCP"),
+			want: []string{"127.0.0.1:1024->10.9.32.1:1024/tcp", "127.0.0.1:8080->10.9.32.1:80/tcp", "127.0.0.1:8443->10.9.32.1:443/tcp", "127.0.0.1:9023->10.9.32.1:1023/udp"}},
 		{name: "SCTP refused", ports: ports("8080/TCP", "9999/SCTP"),
 			want: []string{"127.0.0.1:8080->10.9.32.1:8080/tcp"}, wantErr: "port 9999/SCTP: only TCP and UDP"},
 	}

@@ -14,6 +14,8 @@ import (
 
 	"github.com/vishvananda/netns"
 	certutil "k8s.io/client-go/util/cert"
+
+	"github.com/kubernix/kubernix/pkg/loadbalancer"
 )
 
 // ingressBackends are two Deployments of agnhost, each behind a Service
@@ -143,7 +145,7 @@ func TestIngress(t *testing.T) {
 	e := sharedCluster(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	pairs := testCertificates(t, "tls.kx.test", "gtls.kx.test")
+	pairs := testCertificates(t, t.TempDir(), "tls.kx.test", "gtls.kx.test")
 	e.mustKubectl(ctx, "create", "secret", "tls", "ingress-tls", "--cert", pairs["tls.kx.test"][0], "--key", pairs["tls.kx.test"][1])
 	e.mustKubectl(ctx, "create", "secret", "tls", "gateway-tls", "--cert", pairs["gtls.kx.test"][0], "--key", pairs["gtls.kx.test"][1])
 	e.apply(ctx, ingressBackends()+"\n---\n"+ingressRules+"---\n"+httpRoutes+"---\n"+tlsGateway)
@@ -245,17 +247,84 @@ func TestIngress(t *testing.T) {
 	})
 }
 
+// TestIngressRootless is TestIngress reduced, on the shared rootless
+// cluster: the addon's ports 80 and 443 are published on the host's
+// 127.0.0.1 8000 up (ordinary users cannot bind ports below 1024 there),
+// where the Ingress's host rules and its TLS Secret are served; a Gateway
+// of the test's own with a listener on port 9080 gets an address and a
+// traefik of its own, its route is reached at the host's 127.0.0.1:9080,
+// and deleting the Gateway closes that port again.
+func TestIngressRootless(t *testing.T) {
+	rc := sharedRootlessCluster(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	pairs := testCertificates(t, rc.dir, "tls.kx.test")
+	rc.mustKubectl(ctx, "create", "secret", "tls", "ingress-tls", "--cert", pairs["tls.kx.test"][0], "--key", pairs["tls.kx.test"][1])
+	manifest := filepath.Join(rc.dir, "ingress.yaml")
+	if err := os.WriteFile(manifest, []byte(ingressBackends()+"\n---\n"+ingressRules+"---\n"+rootlessGateway), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rc.mustKubectl(ctx, "apply", "-f", manifest)
+	rc.mustKubectl(ctx, "wait", "--for=condition=Available", "deployment/ing-a", "deployment/ing-b", "--timeout=180s")
+	loopback := loadbalancer.HostLoopback.String()
+
+	wantRoutedAt(ctx, t, "http", loopback, "8080", "a.kx.test", "/hostname", "", "ing-a-")
+	wantRoutedAt(ctx, t, "http", loopback, "8080", "a.kx.test", "/b/hostname", "", "ing-b-")
+	wantRoutedAt(ctx, t, "http", loopback, "8080", "b.kx.test", "/hostname", "", "ing-b-")
+	wantRoutedAt(ctx, t, "https", loopback, "8443", "tls.kx.test", "/hostname", pairs["tls.kx.test"][0], "ing-a-")
+
+	eventually(t, 90*time.Second, "Gateway own is Programmed with an address", func() error {
+		out, err := rc.kubectl(ctx, "get", "gateway", "own", "-o",
+			`jsonpath={.status.conditions[?(@.type=="Programmed")].status} {.status.addresses[0].value}`)
+		if f := strings.Fields(out); err == nil && (len(f) != 2 || f[0] != "True") {
+			return fmt.Errorf("Programmed and address: %q", out)
+		}
+		return err
+	})
+	wantRoutedAt(ctx, t, "http", loopback, "9080", "own.kx.test", "/hostname", "", "ing-b-")
+	rc.mustKubectl(ctx, "delete", "gateway", "own", "--wait=true", "--timeout=60s")
+	eventually(t, 60*time.Second, "127.0.0.1:9080 closed after the Gateway's delete", func() error {
+		if err := dial(netns.None(), net.JoinHostPort(loopback, "9080")); err == nil {
+			return fmt.Errorf("still open")
+		}
+		return nil
+	})
+}
+
+// rootlessGateway is a Gateway with an HTTP listener on port 9080 and an
+// HTTPRoute on it to ing-b.
+const rootlessGateway = `apiVersion: gateway.networking.k8s.io/v1
+kind: Gateway
+metadata: {name: own}
+spec:
+  gatewayClassName: traefik
+  listeners: [{name: http, protocol: HTTP, port: 9080}]
+---
+apiVersion: gateway.networking.k8s.io/v1
+kind: HTTPRoute
+metadata: {name: own}
+spec:
+  parentRefs: [{name: own}]
+  rules:
+    - backendRefs: [{name: ing-b, port: 80}]
+`
+
 // wantRouted waits until curl from the host, resolving host to ip, gets
 // an answer starting with prefix for scheme://host path (HTTPS verified
-// against the CA file ca).
+// against the CA file ca), on the scheme's port.
 func wantRouted(ctx context.Context, t *testing.T, scheme, ip, host, path, ca, prefix string) {
 	t.Helper()
-	port := map[string]string{"http": "80", "https": "443"}[scheme]
+	wantRoutedAt(ctx, t, scheme, ip, map[string]string{"http": "80", "https": "443"}[scheme], host, path, ca, prefix)
+}
+
+// wantRoutedAt is wantRouted on port.
+func wantRoutedAt(ctx context.Context, t *testing.T, scheme, ip, port, host, path, ca, prefix string) {
+	t.Helper()
 	args := []string{"-sS", "--fail", "--max-time", "5", "--resolve", host + ":" + port + ":" + ip}
 	if ca != "" {
 		args = append(args, "--cacert", ca)
 	}
-	args = append(args, scheme+"://"+host+path)
+	args = append(args, scheme+"://"+net.JoinHostPort(host, port)+path)
 	eventually(t, 60*time.Second, "curl "+strings.Join(args, " "), func() error {
 		out, err := exec.CommandContext(ctx, "curl", args...).CombinedOutput()
 		if err == nil && !strings.HasPrefix(strings.TrimSpace(string(out)), prefix) {
@@ -283,12 +352,11 @@ func wantStatus(ctx context.Context, t *testing.T, ip, host, path, code string) 
 }
 
 // testCertificates writes, for each host, a serving certificate for it
-// and its key as PEM files in a temporary directory (client-go's
+// and its key as PEM files in dir, readable by all (client-go's
 // self-signed pair: the certificate file also holds the CA that signed
 // it, so it is also the file curl --cacert verifies the host with).
-func testCertificates(t *testing.T, hosts ...string) map[string][2]string {
+func testCertificates(t *testing.T, dir string, hosts ...string) map[string][2]string {
 	t.Helper()
-	dir := t.TempDir()
 	pairs := map[string][2]string{}
 	for _, host := range hosts {
 		crt, key, err := certutil.GenerateSelfSignedCertKey(host, nil, nil)
@@ -297,7 +365,7 @@ func testCertificates(t *testing.T, hosts ...string) map[string][2]string {
 		}
 		files := [2]string{filepath.Join(dir, host+".crt"), filepath.Join(dir, host+".key")}
 		for i, b := range [][]byte{crt, key} {
-			if err := os.WriteFile(files[i], b, 0o600); err != nil {
+			if err := os.WriteFile(files[i], b, 0o644); err != nil {
 				t.Fatal(err)
 			}
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -202,16 +203,17 @@ func TestLoadBalancerPoolRefused(t *testing.T) {
 }
 
 // TestRootlessLoadBalancer is TestLoadBalancer reduced, rootless, on the
-// shared rootless cluster: a LoadBalancer Service of port rlPort gets the
-// pool's first address and a "localhost" ingress entry, answers on the
+// shared rootless cluster: a LoadBalancer Service of port rlPort gets an
+// address of the pool that no other Service has (the ingress addon's
+// Service took the first one at up, TestIngressRootless's Gateway may
+// take another meanwhile) and a "localhost" ingress entry, answers on the
 // host's 127.0.0.1:rlPort (rootlesskit's port driver), and once deleted
-// the host port is closed again. No other test makes a LoadBalancer
-// Service on that cluster.
+// the host port is closed again.
 func TestRootlessLoadBalancer(t *testing.T) {
 	rc := sharedRootlessCluster(t)
 	const rlPort = "18090"
 	// The default pool is the /20 at .32.0 of the cluster's /16.
-	rlIP := cidr16(rc.cidr) + "32.1"
+	pool := netip.MustParsePrefix(cidr16(rc.cidr) + "32.0/20")
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
 	defer cancel()
 	manifest := filepath.Join(rc.dir, "lb.yaml")
@@ -221,13 +223,25 @@ func TestRootlessLoadBalancer(t *testing.T) {
 	}
 	rc.mustKubectl(ctx, "apply", "-f", manifest)
 	rc.mustKubectl(ctx, "wait", "--for=condition=Available", "deployment/netexec", "--timeout=180s")
+	var rlIP string
 	eventually(t, 60*time.Second, "LoadBalancer IP and localhost in the status", func() error {
 		out, err := rc.kubectl(ctx, "get", "service", "lb-rl", "-o", "jsonpath={.status.loadBalancer.ingress[*].ip} {.status.loadBalancer.ingress[*].hostname}")
-		if err == nil && strings.TrimSpace(out) != rlIP+" localhost" {
+		f := strings.Fields(out)
+		if err == nil && (len(f) != 2 || f[1] != "localhost") {
 			return fmt.Errorf("ingress %q", out)
+		}
+		if err == nil {
+			rlIP = f[0]
 		}
 		return err
 	})
+	if ip, err := netip.ParseAddr(rlIP); err != nil || !pool.Contains(ip) {
+		t.Errorf("LoadBalancer IP %q is not in the pool %s", rlIP, pool)
+	}
+	all := rc.mustKubectl(ctx, "get", "services", "--all-namespaces", "-o", "jsonpath={.items[*].status.loadBalancer.ingress[*].ip}")
+	if n := strings.Count(" "+all+" ", " "+rlIP+" "); n != 1 {
+		t.Errorf("%d Services have %s: %s", n, rlIP, all)
+	}
 	hostURL := "http://" + net.JoinHostPort("127.0.0.1", rlPort) + "/hostname"
 	eventually(t, 30*time.Second, "GET on the host's 127.0.0.1:"+rlPort, func() error {
 		body, err := httpGet(ctx, hostURL)

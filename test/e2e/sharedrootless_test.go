@@ -168,7 +168,7 @@ func (s *sharedRL) start(binDir string) (err error) {
 		state: filepath.Join(u.home, ".local", "share", "kubernix", s.name), dir: u.home}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	if out, code := u.kubernix(ctx, "up", "--detach", "--name", s.name, "--cidr", s.cidr); code != 0 {
+	if out, code := u.kubernix(ctx, "up", "--detach", "--name", s.name, "--cidr", s.cidr, "--addons", sharedAddons); code != 0 {
 		log, _ := os.ReadFile(filepath.Join(s.rc.state, "logs", "supervisor", "supervisor.log"))
 		return fmt.Errorf("up --detach as %s exited %d:\n%s\nsupervisor log:\n%s", u.name, code, out, log)
 	}
