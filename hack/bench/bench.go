@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/kubernix/kubernix/pkg/addons"
 	"github.com/kubernix/kubernix/pkg/config"
 )
 
@@ -71,25 +72,33 @@ func (o options) settings() Settings {
 	return Settings{
 		Nodes: o.nodes, Runs: o.runs, ColdRuns: o.cold, Name: o.name, StateDir: o.stateDir, CIDR: o.cidr, Addons: o.addons,
 		NetworkPolicy: o.networkPolicy, IPFamily: o.ipFamily,
-		RSSDelaySeconds: o.rssDelay.Seconds(), TimeoutSeconds: o.timeout.Seconds(),
+		WithAddons: o.withAddons, RSSDelaySeconds: o.rssDelay.Seconds(), TimeoutSeconds: o.timeout.Seconds(),
 		SkipImport: o.skipImport, ImportNodes: o.importNodes,
 	}
 }
 
-// runAll runs every size -runs times, then, unless a run failed or
+// runAll runs every size -runs times (with -with-addons, each cold run
+// after a cold run with those addons added, so that the warm runs follow
+// a run of the settings' addons), then, unless a run failed or
 // -keep-state is set, removes the state dir. It returns ctx's error.
 func (b *bench) runAll(ctx context.Context) error {
 	o := b.opts
 	failed := false
 	for _, n := range o.nodes {
 		for i := 1; i <= o.runs; i++ {
-			if ctx.Err() != nil {
-				return ctx.Err()
+			variants := []string{""}
+			if o.withAddons != "" && i <= o.cold {
+				variants = []string{o.withAddons, ""}
 			}
-			r := b.runOnce(ctx, n, i)
-			b.report.Runs = append(b.report.Runs, r)
-			failed = failed || !r.OK()
-			fmt.Fprintln(b.stdout, progressLine(r))
+			for _, extra := range variants {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				r := b.runOnce(ctx, n, i, extra)
+				b.report.Runs = append(b.report.Runs, r)
+				failed = failed || !r.OK()
+				fmt.Fprintln(b.stdout, progressLine(r))
+			}
 		}
 	}
 	if !o.keepState && !failed {
@@ -182,9 +191,12 @@ func (b *bench) prepareImport(ctx context.Context, dir string) {
 // runOnce is one up, measure, down cycle of a cluster of nodes; indexes 1
 // to -cold are cold runs (each from a fresh state dir). Whatever happens, it runs down and looks
 // for leftovers.
-func (b *bench) runOnce(ctx context.Context, nodes, index int) (r Run) {
+func (b *bench) runOnce(ctx context.Context, nodes, index int, extraAddons string) (r Run) {
 	k := b.k
-	r = Run{Nodes: nodes, Index: index, Mode: ModeWarm, Started: time.Now()}
+	r = Run{Nodes: nodes, Index: index, Mode: ModeWarm, Started: time.Now(), Addons: extraAddons}
+	if extraAddons != "" {
+		k.Addons = withAddons(k.Addons, extraAddons)
+	}
 	if !b.prepareRun(ctx, &r) {
 		return r
 	}
@@ -218,8 +230,19 @@ func (b *bench) runOnce(ctx context.Context, nodes, index int) (r Run) {
 		return r
 	}
 	b.measureMemory(&r, upReturned)
-	b.measureImport(ctx, &r)
+	if extraAddons == "" {
+		b.measureImport(ctx, &r)
+	}
 	return r
+}
+
+// withAddons is the --addons of base (kubernix's defaults when "") with
+// the comma-separated extra added.
+func withAddons(base, extra string) string {
+	if base == "" {
+		base = strings.Join(addons.Defaults(), ",")
+	}
+	return base + "," + extra
 }
 
 // fail records a failure of the run.
@@ -401,7 +424,7 @@ func sleep(ctx context.Context, d time.Duration) error {
 // progressLine is the one-line summary of a run printed as it ends.
 func progressLine(r Run) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%2d node(s) run %d (%s): ", r.Nodes, r.Index, r.Mode)
+	fmt.Fprintf(&b, "%2d node(s) run %d (%s): ", r.Nodes, r.Index, r.modeLabel())
 	if r.UpError != "" {
 		b.WriteString("up FAILED")
 	} else {

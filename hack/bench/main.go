@@ -72,6 +72,9 @@ type options struct {
 	networkPolicy bool
 	// ipFamily, if set, is every up's --ip-family.
 	ipFamily string
+	// withAddons, if set, are addons added to -addons in an extra cold
+	// run before each cold run, for what they cost.
+	withAddons string
 }
 
 // run is bench: it parses args, measures, and writes the report.
@@ -129,6 +132,7 @@ func newFlagSet(stderr io.Writer, o *options) *flag.FlagSet {
 	fs.Var(&o.importNodes, "import-nodes", "comma-separated sizes at which the image import is timed")
 	fs.StringVar(&o.addons, "addons", "", "--addons of every up, e.g. coredns (default: kubernix's default addons)")
 	fs.BoolVar(&o.networkPolicy, "network-policy", true, "enforce NetworkPolicies (false: every up gets --network-policy=false, to measure what the agents cost)")
+	fs.StringVar(&o.withAddons, "with-addons", "", "addons (comma-separated) to measure the cost of: before each cold run, a cold run with them added to -addons; the report compares the two")
 	fs.StringVar(&o.ipFamily, "ip-family", "", "--ip-family of every up: ipv4, ipv6 or dual (default: kubernix's, ipv4)")
 	fs.BoolVar(&o.keepState, "keep-state", false, "keep the state dir (component logs) after the last run; it is kept anyway when a run failed")
 	fs.Usage = func() {

@@ -80,7 +80,10 @@ type Settings struct {
 	// NetworkPolicy is false when every up had --network-policy=false.
 	NetworkPolicy bool `json:"network_policy"`
 	// IPFamily is every up's --ip-family; "" for kubernix's default (ipv4).
-	IPFamily        string  `json:"ip_family,omitempty"`
+	IPFamily string `json:"ip_family,omitempty"`
+	// WithAddons are the addons whose cost was measured (-with-addons):
+	// the runs of Run.Addons added them.
+	WithAddons      string  `json:"with_addons,omitempty"`
 	RSSDelaySeconds float64 `json:"rss_delay_seconds"`
 	TimeoutSeconds  float64 `json:"timeout_seconds"`
 	SkipImport      bool    `json:"skip_import"`
@@ -93,6 +96,9 @@ type Run struct {
 	// Index counts the runs of this size from 1.
 	Index int    `json:"index"`
 	Mode  string `json:"mode"`
+	// Addons are the addons this run added to the settings' (the
+	// -with-addons runs); "" for the others.
+	Addons string `json:"addons,omitempty"`
 	// PKIReused is true when the state dir already held a PKI, so up did not
 	// generate one (Prepare is then mostly network setup).
 	PKIReused bool `json:"pki_reused"`
@@ -143,7 +149,20 @@ type Run struct {
 func (r Run) OK() bool { return len(r.Failures) == 0 }
 
 // label names the run in failure lists.
-func (r Run) label() string { return fmt.Sprintf("%d node(s) run %d (%s)", r.Nodes, r.Index, r.Mode) }
+func (r Run) label() string {
+	return fmt.Sprintf("%d node(s) run %d (%s)", r.Nodes, r.Index, r.modeLabel())
+}
+
+// modeLabel is the run's mode and, for a -with-addons run, "+" and its
+// added addons, e.g. "cold +ingress".
+func (r Run) modeLabel() string { return modeLabel(r.Mode, r.Addons) }
+
+func modeLabel(mode, addons string) string {
+	if addons == "" {
+		return mode
+	}
+	return mode + " +" + addons
+}
 
 // Ready is the check, after up returned, that kubectl sees every node Ready.
 type Ready struct {
@@ -215,8 +234,10 @@ type ImportRatio struct {
 // Summary aggregates the runs of one size and mode. Times are seconds,
 // memory bytes; only runs whose up succeeded count, except for Down.
 type Summary struct {
-	Nodes           int    `json:"nodes"`
-	Mode            string `json:"mode"`
+	Nodes int    `json:"nodes"`
+	Mode  string `json:"mode"`
+	// Addons are the addons the runs added (Run.Addons).
+	Addons          string `json:"addons,omitempty"`
 	Runs            int    `json:"runs"`
 	Failed          int    `json:"failed"`
 	Wall            Stat   `json:"wall_seconds"`
@@ -276,13 +297,13 @@ func (r *Report) Summarize() {
 	r.Summary = nil
 	r.Failures, r.Notes = nil, nil
 	type key struct {
-		nodes int
-		mode  string
+		nodes        int
+		mode, addons string
 	}
 	groups := map[key][]Run{}
 	var keys []key
 	for _, run := range r.Runs {
-		k := key{run.Nodes, run.Mode}
+		k := key{run.Nodes, run.Mode, run.Addons}
 		if _, ok := groups[k]; !ok {
 			keys = append(keys, k)
 		}
@@ -298,10 +319,15 @@ func (r *Report) Summarize() {
 		if keys[i].nodes != keys[j].nodes {
 			return keys[i].nodes < keys[j].nodes
 		}
-		return keys[i].mode < keys[j].mode // cold before warm
+		if keys[i].mode != keys[j].mode {
+			return keys[i].mode < keys[j].mode // cold before warm
+		}
+		return keys[i].addons < keys[j].addons // the settings' addons first
 	})
 	for _, k := range keys {
-		r.Summary = append(r.Summary, summarizeRuns(k.nodes, k.mode, groups[k]))
+		s := summarizeRuns(k.nodes, k.mode, groups[k])
+		s.Addons = k.addons
+		r.Summary = append(r.Summary, s)
 	}
 	r.MarginalRSS = marginalFit(r.Runs, func(m *Memory) uint64 { return m.TotalBytes })
 	r.MarginalPSS = marginalFit(r.Runs, func(m *Memory) uint64 { return m.TotalPSSBytes })
@@ -504,7 +530,7 @@ func mostCommon(m map[string]int) string {
 func marginalFit(runs []Run, total func(*Memory) uint64) *Fit {
 	bySize := map[int][]float64{}
 	for _, r := range runs {
-		if r.Memory != nil && r.UpError == "" && total(r.Memory) > 0 {
+		if r.Memory != nil && r.UpError == "" && total(r.Memory) > 0 && r.Addons == "" {
 			bySize[r.Nodes] = append(bySize[r.Nodes], float64(total(r.Memory)))
 		}
 	}
@@ -531,7 +557,7 @@ func importRatios(sums []Summary) []ImportRatio {
 	for _, mode := range []string{ModeCold, ModeWarm} {
 		var one, three *ImportStat
 		for _, s := range sums {
-			if s.Mode != mode || s.Import == nil || s.Import.Seconds.N == 0 {
+			if s.Mode != mode || s.Addons != "" || s.Import == nil || s.Import.Seconds.N == 0 {
 				continue
 			}
 			switch s.Nodes {
@@ -616,6 +642,7 @@ func (r *Report) Markdown(w io.Writer) error {
 	p("containerd stores); *warm*: the previous run's state dir (PKI, etcd data and images reused).\n")
 
 	r.markdownTimes(p)
+	r.markdownAddonCost(p)
 	r.markdownCriticalPath(p)
 	r.markdownTimeline(p)
 	r.markdownMemory(p)
@@ -638,11 +665,38 @@ func (r *Report) markdownTimes(p func(format string, args ...any)) {
 	p("| nodes | mode | runs | wall | startup | prepare | supervisor | hand-over | critical path | overhead | down | failed |\n")
 	p("|---:|---|---:|---|---|---|---|---|---|---|---|---:|\n")
 	for _, s := range r.Summary {
-		p("| %d | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", s.Nodes, s.Mode, s.Runs,
+		p("| %d | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", s.Nodes, modeLabel(s.Mode, s.Addons), s.Runs,
 			fmtStat(s.Wall, "%.1f"), fmtStat(s.Startup, "%.1f"), fmtStat(s.Prepare, "%.2f"), fmtStat(s.SupervisorTotal, "%.1f"),
 			fmtStat(s.Handover, "%.2f"), fmtStat(s.CriticalPath, "%.1f"), fmtStat(s.Overhead, "%.2f×"), fmtStat(s.Down, "%.1f"), s.Failed)
 	}
 
+}
+
+// markdownAddonCost writes, with -with-addons, what the addons cost:
+// per size, the medians of the cold runs with them against those without
+// (run alternately).
+func (r *Report) markdownAddonCost(p func(format string, args ...any)) {
+	if r.Settings.WithAddons == "" {
+		return
+	}
+	p("\n## Cost of +%s (cold runs, alternately with and without)\n\n", r.Settings.WithAddons)
+	p("| nodes | wall without (s) | wall with (s) | Δ wall (s) | PSS without (MiB) | PSS with (MiB) | Δ PSS (MiB) |\n")
+	p("|---:|---|---|---:|---|---|---:|\n")
+	for _, with := range r.Summary {
+		if with.Addons == "" || with.Mode != ModeCold {
+			continue
+		}
+		i := slices.IndexFunc(r.Summary, func(s Summary) bool {
+			return s.Nodes == with.Nodes && s.Mode == ModeCold && s.Addons == ""
+		})
+		if i < 0 {
+			continue
+		}
+		without := r.Summary[i]
+		p("| %d | %s | %s | %+.1f | %s | %s | %+.0f |\n", with.Nodes, fmtStat(without.Wall, "%.1f"), fmtStat(with.Wall, "%.1f"),
+			with.Wall.Median-without.Wall.Median, fmtStatFunc(without.PSSTotal, mib), fmtStatFunc(with.PSSTotal, mib),
+			(with.PSSTotal.Median-without.PSSTotal.Median)/(1<<20))
+	}
 }
 
 // markdownCriticalPath writes the critical path per size and mode.
@@ -655,7 +709,7 @@ func (r *Report) markdownCriticalPath(p func(format string, args ...any)) {
 	}
 	p(" sum |\n|---:|---|---|%s---|\n", strings.Repeat("---|", len(phases)))
 	for _, s := range r.Summary {
-		p("| %d | %s | %s |", s.Nodes, s.Mode, fmtMedian(s.Prepare, "%.2f"))
+		p("| %d | %s | %s |", s.Nodes, modeLabel(s.Mode, s.Addons), fmtMedian(s.Prepare, "%.2f"))
 		for _, ph := range phases {
 			cell := "–"
 			for _, st := range s.Steps {
@@ -679,7 +733,7 @@ func (r *Report) markdownTimeline(p func(format string, args ...any)) {
 	kinds := summaryKinds(r.Summary)
 	p("| component | phase |")
 	for _, s := range r.Summary {
-		p(" %d %s |", s.Nodes, s.Mode)
+		p(" %d %s |", s.Nodes, modeLabel(s.Mode, s.Addons))
 	}
 	p("\n|---|---|%s\n", strings.Repeat("---|", len(r.Summary)))
 	for _, k := range kinds {
@@ -766,7 +820,7 @@ func componentHeader(p func(format string, args ...any), comps []string) {
 // componentRow writes the first cells of summary s's row: its size, mode
 // and, per kind of comps, cell of its stat in stats, or "–" for none.
 func componentRow(p func(format string, args ...any), s Summary, comps []string, stats []NamedStat, cell func(kind string, st Stat) string) {
-	p("| %d | %s |", s.Nodes, s.Mode)
+	p("| %d | %s |", s.Nodes, modeLabel(s.Mode, s.Addons))
 	for _, c := range comps {
 		text := "–"
 		for _, ns := range stats {
@@ -814,7 +868,7 @@ func (r *Report) markdownRuns(p func(format string, args ...any)) {
 		if !run.OK() {
 			res = fmt.Sprintf("%d failure(s)", len(run.Failures))
 		}
-		p("| %d | %d | %s | %t | %s | %s | %.1f | %.1f | %d | %s |\n", run.Nodes, run.Index, run.Mode, run.PKIReused,
+		p("| %d | %d | %s | %t | %s | %s | %.1f | %.1f | %d | %s |\n", run.Nodes, run.Index, run.modeLabel(), run.PKIReused,
 			orDash(run.Executor), orDash(firstFields(run.LoadAvg, 3)), run.UpSeconds, run.DownSeconds, len(run.Leftovers), res)
 	}
 

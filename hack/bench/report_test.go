@@ -6,6 +6,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -214,5 +215,41 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs from the output (run with -update to accept it); got:\n%s", path, got)
+	}
+}
+
+// TestAddonCost checks the -with-addons runs: their own summary rows,
+// kept out of the per-node fit, and the cost table's differences.
+func TestAddonCost(t *testing.T) {
+	r := fixtureReport(t)
+	base := r.Runs[3] // 3 nodes, cold: 17.8 s
+	with := base
+	with.Addons, with.UpSeconds = "ingress", 21.3
+	m := *base.Memory
+	m.TotalPSSBytes += 240 << 20
+	m.TotalBytes += 1 << 30 // kept out of the fit
+	with.Memory = &m
+	r.Runs = append(r.Runs, with)
+	r.Settings.WithAddons = "ingress"
+	r.Summarize()
+	i := slices.IndexFunc(r.Summary, func(s Summary) bool { return s.Addons == "ingress" })
+	if i < 0 || r.Summary[i].Nodes != 3 || r.Summary[i].Mode != ModeCold || r.Summary[i].Wall.Median != 21.3 || len(r.Summary) != 5 {
+		t.Fatalf("summary %+v: want a fifth row, 3 nodes cold +ingress", r.Summary)
+	}
+	if got, want := r.MarginalRSS.Slope/(1<<20), (float64(570+3*345)-889)/2; !near(got, want) {
+		t.Errorf("marginal RSS = %v MiB, want %v: the +ingress run counted", got, want)
+	}
+	var buf bytes.Buffer
+	if err := r.Markdown(&buf); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"## Cost of +ingress", "| 3 | 17.8 | 21.3 | +3.5 | 963 | 1203 | +240 |", "| 3 | cold +ingress | 1 |"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("markdown lacks %q:\n%s", want, out)
+		}
+	}
+	if r0 := fixtureReport(t); func() bool { var b bytes.Buffer; _ = r0.Markdown(&b); return strings.Contains(b.String(), "Cost of") }() {
+		t.Error("a report without -with-addons has a cost table")
 	}
 }
