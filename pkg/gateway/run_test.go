@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
 	gatewayv1 "sigs.k8s.io/gateway-api/apis/v1"
 	gatewaylisters "sigs.k8s.io/gateway-api/pkg/client/listers/apis/v1"
 )
@@ -115,5 +116,48 @@ func TestReconcile(t *testing.T) {
 	}
 	if err := p.reconcile(ctx, keyOf(web)); err != nil {
 		t.Errorf("reconciling a Gateway already removed: %v", err)
+	}
+}
+
+// TestEnqueueMade checks that the objects of a Gateway deleted while the
+// provisioner did not run are found at start and removed, and that those
+// of a Gateway that still exists are kept.
+func TestEnqueueMade(t *testing.T) {
+	ctx := context.Background()
+	kept := gatewayWith("apps", "kept", 80)
+	p, kube, _ := provisioner(t, []*gatewayv1.GatewayClass{class("traefik", ControllerName)}, kept)
+	gone := gatewayWith("apps", "gone", 80)
+	for _, gw := range []*gatewayv1.Gateway{kept, gone} {
+		deploy, svc, err := Objects(gw, template())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kube.AppsV1().Deployments(deploy.Namespace).Create(ctx, deploy, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := kube.CoreV1().Services(svc.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	p.queue = workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[types.NamespacedName]())
+	defer p.queue.ShutDown()
+	if err := p.enqueueMade(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n := p.queue.Len(); n != 2 {
+		t.Fatalf("%d Gateways queued, want 2", n)
+	}
+	for range 2 {
+		key, _ := p.queue.Get()
+		if err := p.reconcile(ctx, key); err != nil {
+			t.Fatal(err)
+		}
+		p.queue.Done(key)
+	}
+	if made(t, kube, types.NamespacedName{Namespace: "apps", Name: "gone"}) {
+		t.Error("the objects of a Gateway deleted meanwhile are left")
+	}
+	if !made(t, kube, types.NamespacedName{Namespace: "apps", Name: "kept"}) {
+		t.Error("the objects of an existing Gateway were removed")
 	}
 }

@@ -28,9 +28,8 @@ import (
 
 // NewCommand returns `kubernix cloud-controller --kubeconfig FILE --pool
 // CIDR[,CIDR] --healthz ADDR:PORT --cluster-name NAME [--gateway-template
-// NAMESPACE/NAME]`. Its flags are its
-// own, not the cluster config's: the supervisor passes them
-// (components.Description).
+// NAMESPACE/NAME]`. Its flags are its own, not the cluster config's: the
+// supervisor passes them (components.Description).
 func NewCommand(env *common.Env) *cobra.Command {
 	var f flags
 	cmd := &cobra.Command{
