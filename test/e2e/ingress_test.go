@@ -176,7 +176,7 @@ func TestIngress(t *testing.T) {
 	})
 
 	t.Run("HTTPRoutes on the default Gateway, from the host", func(t *testing.T) {
-		gw := programmedAddress(ctx, t, e, "kube-system", "traefik")
+		gw := programmedAddress(ctx, t, e.kubectl, "kube-system", "traefik")
 		if gw != lb {
 			t.Errorf("the Gateway's address is %s, want traefik's LoadBalancer IP %s", gw, lb)
 		}
@@ -188,7 +188,7 @@ func TestIngress(t *testing.T) {
 	var tlsAddr string
 	t.Run("TLS: the Ingress's Secret and the Gateway listener's certificate", func(t *testing.T) {
 		wantRouted(ctx, t, "https", lb, "tls.kx.test", "/hostname", pairs["tls.kx.test"][0], "ing-a-")
-		tlsAddr = programmedAddress(ctx, t, e, e.namespace, "tls")
+		tlsAddr = programmedAddress(ctx, t, e.kubectl, e.namespace, "tls")
 		wantRouted(ctx, t, "https", tlsAddr, "gtls.kx.test", "/hostname", pairs["gtls.kx.test"][0], "ing-b-")
 	})
 
@@ -273,14 +273,7 @@ func TestIngressRootless(t *testing.T) {
 	wantRoutedAt(ctx, t, "http", loopback, "8080", "b.kx.test", "/hostname", "", "ing-b-")
 	wantRoutedAt(ctx, t, "https", loopback, "8443", "tls.kx.test", "/hostname", pairs["tls.kx.test"][0], "ing-a-")
 
-	eventually(t, 90*time.Second, "Gateway own is Programmed with an address", func() error {
-		out, err := rc.kubectl(ctx, "get", "gateway", "own", "-o",
-			`jsonpath={.status.conditions[?(@.type=="Programmed")].status} {.status.addresses[0].value}`)
-		if f := strings.Fields(out); err == nil && (len(f) != 2 || f[0] != "True") {
-			return fmt.Errorf("Programmed and address: %q", out)
-		}
-		return err
-	})
+	programmedAddress(ctx, t, rc.kubectl, rc.namespace, "own")
 	wantRoutedAt(ctx, t, "http", loopback, "9080", "own.kx.test", "/hostname", "", "ing-b-")
 	rc.mustKubectl(ctx, "delete", "gateway", "own", "--wait=true", "--timeout=60s")
 	eventually(t, 60*time.Second, "127.0.0.1:9080 closed after the Gateway's delete", func() error {
@@ -375,12 +368,13 @@ func testCertificates(t *testing.T, dir string, hosts ...string) map[string][2]s
 }
 
 // programmedAddress waits until the Gateway namespace/name is Programmed
-// with an address and returns the address.
-func programmedAddress(ctx context.Context, t *testing.T, e *env, namespace, name string) string {
+// with an address, asking with kubectl (a cluster's, root or rootless),
+// and returns the address.
+func programmedAddress(ctx context.Context, t *testing.T, kubectl func(context.Context, ...string) (string, error), namespace, name string) string {
 	t.Helper()
 	var addr string
 	eventually(t, 90*time.Second, "Gateway "+namespace+"/"+name+" is Programmed with an address", func() error {
-		out, err := e.kubectl(ctx, "get", "gateway", "-n", namespace, name, "-o",
+		out, err := kubectl(ctx, "get", "gateway", "-n", namespace, name, "-o",
 			`jsonpath={.status.conditions[?(@.type=="Programmed")].status} {.status.addresses[0].value}`)
 		f := strings.Fields(out)
 		if err == nil && (len(f) != 2 || f[0] != "True") {
