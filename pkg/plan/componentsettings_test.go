@@ -109,3 +109,19 @@ func TestComponentSettings(t *testing.T) {
 		t.Errorf("audit policy file = %q, want the user's %q", got, pl.AuditPolicy)
 	}
 }
+
+// TestEphemeralEtcd checks that etcd of an ephemeral cluster, and only
+// of one, runs without fsync (--unsafe-no-fsync).
+func TestEphemeralEtcd(t *testing.T) {
+	for _, ephemeral := range []bool{false, true} {
+		pl := plantest.Plan(t, 1)
+		pl.Cfg.Ephemeral = ephemeral
+		etcd, ok := describeByID(t, pl)["etcd"]
+		if !ok {
+			t.Fatal("no etcd described")
+		}
+		if got := slices.Contains(etcd.Command.Args, "--unsafe-no-fsync"); got != ephemeral {
+			t.Errorf("ephemeral = %v: etcd has --unsafe-no-fsync: %v, want %v: %q", ephemeral, got, ephemeral, etcd.Command.Args)
+		}
+	}
+}

@@ -159,7 +159,8 @@ func (p *Plan) searchPath() string {
 func describeControlPlane(p *Plan) ([]Described, error) {
 	b := pki.Files(p.PKISpec())
 	scope := config.ControlPlaneScope
-	etcdSpec := etcd.Spec{Binary: p.Bin("etcd"), Name: p.Cfg.Name, DataDir: p.Paths.EtcdData(), IP: p.APIServerIP, PKI: b}
+	etcdSpec := etcd.Spec{Binary: p.Bin("etcd"), Name: p.Cfg.Name, DataDir: p.Paths.EtcdData(), IP: p.APIServerIP, PKI: b,
+		NoFsync: p.Cfg.Ephemeral}
 	api, err := apiserver.Describe(apiserver.Spec{
 		Release: p.Release, Binary: p.Bin("kube-apiserver"), IP: p.APIServerIP, Port: p.Cfg.APIServerPort,
 		EtcdURL: etcdSpec.ClientURL(), ServiceCIDRs: p.Net.ServiceCIDRs(), ClusterDomain: p.Cfg.ClusterDomain,

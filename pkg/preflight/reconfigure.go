@@ -41,6 +41,7 @@ var newClusterKeys = map[string]string{
 	"node_cidr_mask_size": "a Node's pod CIDR (spec.podCIDR) cannot change once set",
 	"ip_family":           "a Node's pod CIDRs (spec.podCIDRs) cannot change once set, and Services keep their IP families in etcd",
 	"cidr6":               "a Node's pod CIDRs (spec.podCIDRs) cannot change once set, and Services keep their ClusterIPs in etcd",
+	"ephemeral":           "down deletes an ephemeral cluster, and its etcd writes without fsync: a cluster's data does not change between the two",
 }
 
 // carvedKeys are the settings of newClusterKeys that Resolve derives from

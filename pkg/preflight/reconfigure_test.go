@@ -97,6 +97,11 @@ func TestConfigChanges(t *testing.T) {
 			want: []string{"kubernetes_version: 'v1.37.2' → 'v1.36.3'"}},
 		{name: "another cidr before etcd has data", noData: true, edit: func(c *config.Config) { c.NodeCIDRMaskSize = 25 },
 			want: []string{"node_cidr_mask_size: 24 → 25"}},
+		{name: "made ephemeral", edit: func(c *config.Config) { c.Ephemeral = true },
+			want:     []string{"ephemeral: false → true (needs a new cluster: down deletes an ephemeral cluster, and its etcd writes without fsync: a cluster's data does not change between the two)"},
+			refusals: []string{"ephemeral"}},
+		{name: "made ephemeral before etcd has data", noData: true, edit: func(c *config.Config) { c.Ephemeral = true },
+			want: []string{"ephemeral: false → true"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

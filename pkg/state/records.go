@@ -204,6 +204,15 @@ const SuperAdmin = "super-admin"
 // SuperAdminKubeconfig is the path of the super-admin kubeconfig.
 func SuperAdminKubeconfig(paths config.Paths) string { return paths.Kubeconfig(SuperAdmin) }
 
+// DownRequestedFile is the file `kubernix down` writes before it asks a
+// live supervisor to bring the cluster down: a foreground up that then
+// ends leaves deleting its ephemeral cluster (config.Config.Ephemeral)
+// to that down, which waits for it, instead of deleting the state dir
+// the down is about to lock.
+func DownRequestedFile(paths config.Paths) string {
+	return filepath.Join(paths.Run(SupervisorScope, ""), "down-requested")
+}
+
 // SupervisorScope and SupervisorName locate the supervisor's own run dir.
 const (
 	SupervisorScope = "supervisor"

@@ -30,50 +30,76 @@ func TestForegroundSIGHUP(t *testing.T) {
 		signal.Notify(make(chan os.Signal, 1), syscall.SIGHUP)
 	}
 
-	cmd := exec.CommandContext(ctx, filepath.Join(e.binDir, "kubernix"), append([]string{"up", "--no-shell"}, e.args()...)...)
-	cmd.Env = e.environ()
-	logPath := filepath.Join(t.TempDir(), "up.log")
-	log, err := os.Create(logPath)
+	fg := e.upForeground(ctx, t)
+	e.mustKubectl(ctx, "wait", "--for=condition=Ready", "node/e2e-hup-node-0", "--timeout=60s")
+
+	fg.stop(t, syscall.SIGHUP)
+	if !strings.Contains(fg.output(), `bringing cluster "e2e-hup" down`) {
+		t.Errorf("up did not bring the cluster down:\n%s", fg.output())
+	}
+	if left := e.leftovers([]string{"e2e-hup-node-0"}, true); len(left) > 0 {
+		t.Fatalf("SIGHUP left behind:\n%s", strings.Join(left, "\n"))
+	}
+}
+
+// foreground is a foreground `kubernix up` a test started.
+type foreground struct {
+	cmd     *exec.Cmd
+	logPath string
+	exited  chan error
+}
+
+// upForeground starts `kubernix up --no-shell` of e's cluster in the
+// foreground, its output to a file, and waits until it supervises.
+func (e *env) upForeground(ctx context.Context, t *testing.T) *foreground {
+	t.Helper()
+	fg := &foreground{logPath: filepath.Join(t.TempDir(), "up.log"), exited: make(chan error, 1)}
+	fg.cmd = exec.CommandContext(ctx, filepath.Join(e.binDir, "kubernix"), append([]string{"up", "--no-shell"}, e.args()...)...)
+	fg.cmd.Env = e.environ()
+	log, err := os.Create(fg.logPath)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer log.Close()
-	cmd.Stdout, cmd.Stderr = log, log
-	output := func() string { b, _ := os.ReadFile(logPath); return string(b) }
-	if err := cmd.Start(); err != nil {
+	defer log.Close() // the child has its own copy
+	fg.cmd.Stdout, fg.cmd.Stderr = log, log
+	if err := fg.cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	go func() { fg.exited <- fg.cmd.Wait() }()
 	eventually(t, 5*time.Minute, "up supervises", func() error {
 		select {
-		case err := <-exited:
-			t.Fatalf("foreground up exited before it supervised (%v):\n%s", err, output())
+		case err := <-fg.exited:
+			t.Fatalf("foreground up exited before it supervised (%v):\n%s", err, fg.output())
 		default:
 		}
-		if !strings.Contains(output(), "\nsupervising;") {
+		if !strings.Contains(fg.output(), "\nsupervising;") {
 			return errors.New("not yet")
 		}
 		return nil
 	})
-	e.mustKubectl(ctx, "wait", "--for=condition=Ready", "node/e2e-hup-node-0", "--timeout=60s")
+	return fg
+}
 
-	if err := cmd.Process.Signal(syscall.SIGHUP); err != nil {
+// output is what the foreground up printed so far.
+func (fg *foreground) output() string {
+	b, _ := os.ReadFile(fg.logPath)
+	return string(b)
+}
+
+// stop sends the foreground up sig and waits, up to 5 minutes, for it to
+// exit 0 (an orderly down).
+func (fg *foreground) stop(t *testing.T, sig syscall.Signal) {
+	t.Helper()
+	if err := fg.cmd.Process.Signal(sig); err != nil {
 		t.Fatal(err)
 	}
 	select {
-	case err := <-exited:
+	case err := <-fg.exited:
 		if err != nil {
-			t.Errorf("up exited with %v after SIGHUP, want an orderly down (exit 0):\n%s", err, output())
+			t.Errorf("up exited with %v after %v, want an orderly down (exit 0):\n%s", err, sig, fg.output())
 		}
 	case <-time.After(5 * time.Minute):
-		t.Fatalf("up still runs 5 minutes after SIGHUP:\n%s", output())
-	}
-	if !strings.Contains(output(), `bringing cluster "e2e-hup" down`) {
-		t.Errorf("up did not bring the cluster down:\n%s", output())
-	}
-	if left := e.leftovers([]string{"e2e-hup-node-0"}, true); len(left) > 0 {
-		t.Fatalf("SIGHUP left behind:\n%s", strings.Join(left, "\n"))
+		t.Fatalf("up still runs 5 minutes after %v:\n%s", sig, fg.output())
 	}
 }
 

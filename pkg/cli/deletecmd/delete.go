@@ -86,6 +86,9 @@ func Delete(ctx context.Context, env *common.Env, cfg config.Config, timeout tim
 	if err != nil {
 		return err
 	}
+	if _, err := os.Stat(p.State); cfg.Ephemeral && errors.Is(err, os.ErrNotExist) {
+		return nil // down deleted the ephemeral cluster (down.DeleteEphemeral)
+	}
 	if err := state.Purge(state.DefaultInventory(), p, cfg.Name); err != nil {
 		return err
 	}

@@ -101,6 +101,7 @@ func Down(ctx context.Context, env *common.Env, cfg config.Config, timeout time.
 	if sup, err := process.Adopt(state.SupervisorRunDir(cfg.Paths())); err == nil && sup.PID() != os.Getpid() {
 		pid := sup.PID()
 		common.Fprintf(env.Streams.Out, "asking supervisor (pid %d) to bring cluster %q down\n", pid, cfg.Name)
+		requestDown(cfg)
 		if err := syscall.Kill(pid, syscall.SIGTERM); err != nil {
 			return fmt.Errorf("signal supervisor %d: %w", pid, err)
 		}
@@ -129,6 +130,40 @@ func Down(ctx context.Context, env *common.Env, cfg config.Config, timeout time.
 		return fmt.Errorf("left behind after down: %v", left)
 	}
 	common.Fprintf(env.Streams.Out, "cluster %q is down (%s)\n", cfg.Name, time.Since(begin).Round(10*time.Millisecond))
+	if cfg.Ephemeral {
+		return DeleteEphemeral(env, cfg)
+	}
+	return nil
+}
+
+// requestDown tells the supervisor of cfg's cluster, before it is
+// signalled, that this down waits for it (state.DownRequestedFile). A
+// failure to write it only means that a foreground up deletes its
+// ephemeral cluster itself.
+func requestDown(cfg config.Config) {
+	_ = os.WriteFile(state.DownRequestedFile(cfg.Paths()), nil, 0o600)
+}
+
+// DeleteEphemeral removes the state dir of cfg's ephemeral cluster
+// (config.Config.Ephemeral), once it is down, and its entry in the index
+// of clusters, as `kubernix delete` does (state.Purge). A record of this
+// process as the cluster's supervisor (a foreground up that brought it
+// down) goes first. Errors are state.Purge's: what of the cluster
+// remains, or why its state dir could not be removed.
+func DeleteEphemeral(env *common.Env, cfg config.Config) error {
+	p := cfg.Paths()
+	if _, err := os.Stat(p.State); errors.Is(err, os.ErrNotExist) {
+		return nil // the foreground up that supervised it deleted it
+	}
+	if pid, ok := process.Running(state.SupervisorRunDir(p)); ok && pid == os.Getpid() {
+		if err := os.RemoveAll(state.SupervisorRunDir(p)); err != nil {
+			return err
+		}
+	}
+	if err := state.Purge(state.DefaultInventory(), p, cfg.Name); err != nil {
+		return fmt.Errorf("ephemeral cluster %q: %w", cfg.Name, err)
+	}
+	common.Fprintf(env.Streams.Out, "cluster %q deleted (ephemeral: state dir %s removed)\n", cfg.Name, p.State)
 	return nil
 }
 
@@ -193,6 +228,7 @@ func lockForDown(ctx context.Context, env *common.Env, cfg config.Config, timeou
 			return
 		}
 		common.Fprintf(env.Streams.Out, "asking supervisor (pid %d) to bring cluster %q down\n", b.PID, cfg.Name)
+		requestDown(cfg)
 		if err := process.Signal(b.PID, b.StartTime, syscall.SIGTERM); err != nil && !errors.Is(err, process.ErrNotRunning) {
 			common.Fprintf(env.Streams.Err, "signal supervisor %d: %v\n", b.PID, err)
 		}

@@ -21,7 +21,9 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
+	"github.com/kubernix/kubernix/internal/fileinfo"
 	"github.com/kubernix/kubernix/pkg/cli/common"
+	"github.com/kubernix/kubernix/pkg/cli/down"
 	"github.com/kubernix/kubernix/pkg/cli/envcmd"
 	"github.com/kubernix/kubernix/pkg/cluster"
 	"github.com/kubernix/kubernix/pkg/config"
@@ -153,7 +155,7 @@ func runUp(ctx context.Context, env *common.Env, f *flags, notify *notifier) err
 	}
 	defer lock.Close()
 	if mode == preflight.AsUser {
-		return runRootless(ctx, env, pl, f, lock)
+		return endEphemeral(env, pl.Cfg, f, runRootless(ctx, env, pl, f, lock))
 	}
 	if err := state.ClearRootless(cfg.Paths()); err != nil {
 		return err
@@ -161,7 +163,22 @@ func runUp(ctx context.Context, env *common.Env, f *flags, notify *notifier) err
 	if f.detach {
 		return detach(ctx, env, pl.Cfg, f, lock)
 	}
-	return supervise(ctx, env, pl.Cfg, f, pl, notify)
+	return endEphemeral(env, pl.Cfg, f, supervise(ctx, env, pl.Cfg, f, pl, notify))
+}
+
+// endEphemeral deletes the ephemeral cluster (config.Config.Ephemeral) of
+// a foreground up that brought it down, or that failed to bring it up
+// (unless --retain), as down does (down.DeleteEphemeral); err is the
+// up's, returned with the deletion's. A detached up, the supervisor it
+// starts, and a foreground up that `kubernix down` stopped (it deletes
+// the cluster once it has the lock: state.DownRequestedFile) leave it
+// to down.
+func endEphemeral(env *common.Env, cfg config.Config, f *flags, err error) error {
+	if !cfg.Ephemeral || f.detach || f.notifyFD > 0 || (err != nil && f.retain) ||
+		fileinfo.Exists(state.DownRequestedFile(cfg.Paths())) {
+		return err
+	}
+	return errors.Join(err, down.DeleteEphemeral(env, cfg))
 }
 
 // prepare is preflight.Prepare for up, told which settings the sources
@@ -322,9 +339,10 @@ func startSupervisor(env *common.Env, f *flags, cfg config.Config, lock *state.S
 // of clusters, for `kubernix list` (state.Inventory). The marker comes
 // first: an up started beside this one then finds a kubernix state dir
 // (not a foreign one holding a lock file) and is refused by the lock,
-// naming its holder. The supervisor inside rootlesskit does not record:
-// there it is root of a user namespace, and the index is its user's, in
-// the state root outside.
+// naming its holder. A down request of the last run
+// (state.DownRequestedFile) is removed. The supervisor inside
+// rootlesskit does not record: there it is root of a user namespace, and
+// the index is its user's, in the state root outside.
 func lockAndRecord(cfg config.Config, inherited *os.File) (*state.StateLock, error) {
 	if err := cfg.Paths().MakeState(); err != nil {
 		return nil, err
@@ -334,6 +352,11 @@ func lockAndRecord(cfg config.Config, inherited *os.File) (*state.StateLock, err
 		return nil, err
 	}
 	if err := state.DefaultInventory().Record(cfg.Paths().State); err != nil {
+		lock.Close()
+		return nil, err
+	}
+	// What a down of the last run asked is done.
+	if err := os.Remove(state.DownRequestedFile(cfg.Paths())); err != nil && !errors.Is(err, os.ErrNotExist) {
 		lock.Close()
 		return nil, err
 	}

@@ -35,6 +35,11 @@ type Spec struct {
 	DataDir string
 	IP      netip.Addr // listen and advertise address
 	PKI     *pki.Bundle
+	// NoFsync runs etcd with --unsafe-no-fsync: it writes its WAL and
+	// database without fsync, so a machine crash (not a crash of etcd
+	// alone: the page cache survives that) may lose or corrupt its
+	// data. Only for an ephemeral cluster (config.Config.Ephemeral).
+	NoFsync bool
 }
 
 // ClientURL is etcd's client endpoint, as the apiserver dials it.
@@ -57,7 +62,7 @@ func Describe(s Spec) components.Description {
 // Command returns etcd's process.
 func Command(s Spec) process.Command {
 	peer := "https://" + net.JoinHostPort(s.IP.String(), strconv.Itoa(PeerPort))
-	return process.Command{
+	cmd := process.Command{
 		Path: s.Binary,
 		Args: []string{
 			"--name=" + s.Name,
@@ -81,4 +86,8 @@ func Command(s Spec) process.Command {
 			"--log-level=warn",
 		},
 	}
+	if s.NoFsync {
+		cmd.Args = append(cmd.Args, "--unsafe-no-fsync")
+	}
+	return cmd
 }
