@@ -72,12 +72,12 @@ func (o options) settings() Settings {
 	return Settings{
 		Nodes: o.nodes, Runs: o.runs, ColdRuns: o.cold, Name: o.name, StateDir: o.stateDir, CIDR: o.cidr, Addons: o.addons,
 		NetworkPolicy: o.networkPolicy, IPFamily: o.ipFamily,
-		WithAddons: o.withAddons, RSSDelaySeconds: o.rssDelay.Seconds(), TimeoutSeconds: o.timeout.Seconds(),
+		WithAddons: o.withAddons, WithFlags: o.withFlags, RSSDelaySeconds: o.rssDelay.Seconds(), TimeoutSeconds: o.timeout.Seconds(),
 		SkipImport: o.skipImport, ImportNodes: o.importNodes,
 	}
 }
 
-// runAll runs every size -runs times (with -with-addons, each cold run
+// runAll runs every size -runs times (with -with-addons or -with-flags, each cold run
 // after a cold run with those addons added, so that the warm runs follow
 // a run of the settings' addons), then, unless a run failed or
 // -keep-state is set, removes the state dir. It returns ctx's error.
@@ -86,15 +86,15 @@ func (b *bench) runAll(ctx context.Context) error {
 	failed := false
 	for _, n := range o.nodes {
 		for i := 1; i <= o.runs; i++ {
-			variants := []string{""}
-			if o.withAddons != "" && i <= o.cold {
-				variants = []string{o.withAddons, ""}
+			variants := []variant{{}}
+			if (o.withAddons != "" || o.withFlags != "") && i <= o.cold {
+				variants = []variant{{addons: o.withAddons, flags: o.withFlags}, {}}
 			}
-			for _, extra := range variants {
+			for _, v := range variants {
 				if ctx.Err() != nil {
 					return ctx.Err()
 				}
-				r := b.runOnce(ctx, n, i, extra)
+				r := b.runOnce(ctx, n, i, v)
 				b.report.Runs = append(b.report.Runs, r)
 				failed = failed || !r.OK()
 				fmt.Fprintln(b.stdout, progressLine(r))
@@ -191,12 +191,13 @@ func (b *bench) prepareImport(ctx context.Context, dir string) {
 // runOnce is one up, measure, down cycle of a cluster of nodes; indexes 1
 // to -cold are cold runs (each from a fresh state dir). Whatever happens, it runs down and looks
 // for leftovers.
-func (b *bench) runOnce(ctx context.Context, nodes, index int, extraAddons string) (r Run) {
+func (b *bench) runOnce(ctx context.Context, nodes, index int, v variant) (r Run) {
 	k := b.k
-	r = Run{Nodes: nodes, Index: index, Mode: ModeWarm, Started: time.Now(), Addons: extraAddons}
-	if extraAddons != "" {
-		k.Addons = withAddons(k.Addons, extraAddons)
+	r = Run{Nodes: nodes, Index: index, Mode: ModeWarm, Started: time.Now(), Addons: v.addons, Flags: v.flags}
+	if v.addons != "" {
+		k.Addons = withAddons(k.Addons, v.addons)
 	}
+	k.Flags = strings.Fields(v.flags)
 	if !b.prepareRun(ctx, &r) {
 		return r
 	}
@@ -226,14 +227,22 @@ func (b *bench) runOnce(ctx context.Context, nodes, index int, extraAddons strin
 		return r
 	}
 	b.checkUp(ctx, &r, begin, upReturned)
+	b.measureTimeToK8s(ctx, &r, begin)
 	if err := sleep(ctx, b.opts.rssDelay-time.Since(upReturned)); err != nil {
 		return r
 	}
 	b.measureMemory(&r, upReturned)
-	if extraAddons == "" {
+	if v == (variant{}) {
 		b.measureImport(ctx, &r)
 	}
 	return r
+}
+
+// variant is what a -with-addons or -with-flags run adds to every up's
+// settings; the zero variant adds nothing.
+type variant struct {
+	addons string // comma-separated, added to --addons
+	flags  string // space-separated up flags
 }
 
 // withAddons is the --addons of base (kubernix's defaults when "") with
@@ -288,6 +297,23 @@ func (b *bench) checkUp(ctx context.Context, r *Run, begin, upReturned time.Time
 	} else {
 		b.analyse(r, t, begin, upReturned)
 	}
+}
+
+// measureTimeToK8s runs the time-to-k8s flow (Kubernix.TimeToK8s) into
+// r.TimeToK8s when the cluster has CoreDNS; its failure fails the run.
+func (b *bench) measureTimeToK8s(ctx context.Context, r *Run, begin time.Time) {
+	if b.k.Addons != "" && !slices.Contains(strings.Split(withAddons(b.k.Addons, r.Addons), ","), "coredns") {
+		return
+	}
+	t, err := b.k.TimeToK8s(ctx, begin, config.Default().ClusterDomain)
+	if err != nil {
+		r.fail("time-to-k8s: %v", err)
+		if t == nil {
+			t = &TimeToK8s{}
+		}
+		t.Error = err.Error()
+	}
+	r.TimeToK8s = t
 }
 
 // measureMemory samples the cluster's memory into r.Memory.

@@ -36,6 +36,9 @@ func (l Layout) paths() config.Paths { return config.Paths{State: l.StateDir} }
 // NodeName is the name of node i (from 0), as kubernix names it.
 func (l Layout) NodeName(i int) string { return l.Name + "-node-" + strconv.Itoa(i) }
 
+// AdminKubeconfig is the cluster's admin kubeconfig in its state dir.
+func (l Layout) AdminKubeconfig() string { return l.paths().Kubeconfig("admin") }
+
 // controlPlane lists the control-plane components with a pidfile.
 var controlPlane = []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler"}
 

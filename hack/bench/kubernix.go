@@ -134,7 +134,9 @@ type Kubernix struct {
 	NetworkPolicyOff bool
 	// IPFamily, if set, is every up's --ip-family.
 	IPFamily string
-	Run      Runner
+	// Flags are more flags of every up (a -with-flags run's).
+	Flags []string
+	Run   Runner
 }
 
 func (k Kubernix) bin(name string) string { return filepath.Join(k.BinDir, name) }
@@ -168,6 +170,7 @@ func (k Kubernix) Up(ctx context.Context, nodes int) (time.Duration, []procID, e
 	if k.IPFamily != "" {
 		args = append(args, "--ip-family", k.IPFamily)
 	}
+	args = append(args, k.Flags...)
 	seen := map[procID]bool{}
 	watch := func(pid int, exited <-chan struct{}) {
 		tick := time.NewTicker(200 * time.Millisecond)
@@ -242,7 +245,7 @@ func (k Kubernix) ImageLoad(ctx context.Context, file string) (time.Duration, er
 // previous run's, kept in etcd.
 func (k Kubernix) CheckReady(ctx context.Context, nodes int, since time.Time) Ready {
 	r := Ready{Expected: nodes}
-	kubeconfig := filepath.Join(k.Layout.StateDir, "kubeconfig", "admin.kubeconfig")
+	kubeconfig := k.Layout.AdminKubeconfig()
 	ctx, cancel := context.WithTimeout(ctx, k.Timeout)
 	defer cancel()
 	out, _, err := k.Run.Run(ctx, k.bin("kubectl"), "--kubeconfig", kubeconfig, "get", "nodes", "-o", "json")

@@ -75,6 +75,9 @@ type options struct {
 	// withAddons, if set, are addons added to -addons in an extra cold
 	// run before each cold run, for what they cost.
 	withAddons string
+	// withFlags, if set, are up flags (space-separated) given in an extra
+	// cold run before each cold run, for what they change.
+	withFlags string
 }
 
 // run is bench: it parses args, measures, and writes the report.
@@ -133,6 +136,7 @@ func newFlagSet(stderr io.Writer, o *options) *flag.FlagSet {
 	fs.StringVar(&o.addons, "addons", "", "--addons of every up, e.g. coredns (default: kubernix's default addons)")
 	fs.BoolVar(&o.networkPolicy, "network-policy", true, "enforce NetworkPolicies (false: every up gets --network-policy=false, to measure what the agents cost)")
 	fs.StringVar(&o.withAddons, "with-addons", "", "addons (comma-separated) to measure the cost of: before each cold run, a cold run with them added to -addons; the report compares the two")
+	fs.StringVar(&o.withFlags, "with-flags", "", "up flags (space-separated, e.g. --ephemeral) to measure: before each cold run, a cold run with them added; the report compares the two")
 	fs.StringVar(&o.ipFamily, "ip-family", "", "--ip-family of every up: ipv4, ipv6 or dual (default: kubernix's, ipv4)")
 	fs.BoolVar(&o.keepState, "keep-state", false, "keep the state dir (component logs) after the last run; it is kept anyway when a run failed")
 	fs.Usage = func() {
@@ -174,6 +178,11 @@ func (o *options) checkCounts(coldSet bool) []error {
 	}
 	if o.importMB < 1 {
 		errs = append(errs, fmt.Errorf("-import-mb %d: at least 1", o.importMB))
+	}
+	for _, f := range strings.Fields(o.withFlags) {
+		if !strings.HasPrefix(f, "-") {
+			errs = append(errs, fmt.Errorf("-with-flags %q: %q is not a flag; give up flags, each --flag or --flag=value", o.withFlags, f))
+		}
 	}
 	return errs
 }

@@ -83,7 +83,10 @@ type Settings struct {
 	IPFamily string `json:"ip_family,omitempty"`
 	// WithAddons are the addons whose cost was measured (-with-addons):
 	// the runs of Run.Addons added them.
-	WithAddons      string  `json:"with_addons,omitempty"`
+	WithAddons string `json:"with_addons,omitempty"`
+	// WithFlags are the up flags whose effect was measured (-with-flags):
+	// the runs of Run.Flags added them.
+	WithFlags       string  `json:"with_flags,omitempty"`
 	RSSDelaySeconds float64 `json:"rss_delay_seconds"`
 	TimeoutSeconds  float64 `json:"timeout_seconds"`
 	SkipImport      bool    `json:"skip_import"`
@@ -99,6 +102,9 @@ type Run struct {
 	// Addons are the addons this run added to the settings' (the
 	// -with-addons runs); "" for the others.
 	Addons string `json:"addons,omitempty"`
+	// Flags are the up flags (space-separated) this run added (the
+	// -with-flags runs); "" for the others.
+	Flags string `json:"flags,omitempty"`
 	// PKIReused is true when the state dir already held a PKI, so up did not
 	// generate one (Prepare is then mostly network setup).
 	PKIReused bool `json:"pki_reused"`
@@ -133,6 +139,9 @@ type Run struct {
 	Overhead float64    `json:"overhead"`
 	Memory   *Memory    `json:"memory,omitempty"`
 	Import   *ImportRun `json:"image_import,omitempty"`
+	// TimeToK8s is the time-to-k8s flow right after up returned; nil
+	// when the cluster had no CoreDNS or the run failed before.
+	TimeToK8s *TimeToK8s `json:"time_to_k8s,omitempty"`
 
 	// DownSeconds is the wall time of `kubernix down`.
 	DownSeconds float64 `json:"down_seconds"`
@@ -154,14 +163,24 @@ func (r Run) label() string {
 }
 
 // modeLabel is the run's mode and, for a -with-addons run, "+" and its
-// added addons, e.g. "cold +ingress".
-func (r Run) modeLabel() string { return modeLabel(r.Mode, r.Addons) }
+// added addons, for a -with-flags run its flags, e.g. "cold +ingress" or
+// "cold --ephemeral".
+func (r Run) modeLabel() string { return modeLabel(r.Mode, r.Addons, r.Flags) }
 
-func modeLabel(mode, addons string) string {
-	if addons == "" {
-		return mode
+// modeLabel is the label of the summary row's runs (Run.modeLabel).
+func (s Summary) modeLabel() string { return modeLabel(s.Mode, s.Addons, s.Flags) }
+
+// variant reports whether s is of -with-addons or -with-flags runs.
+func (s Summary) variant() bool { return s.Addons != "" || s.Flags != "" }
+
+func modeLabel(mode, addons, flags string) string {
+	if addons != "" {
+		mode += " +" + addons
 	}
-	return mode + " +" + addons
+	if flags != "" {
+		mode += " " + flags
+	}
+	return mode
 }
 
 // Ready is the check, after up returned, that kubectl sees every node Ready.
@@ -237,7 +256,9 @@ type Summary struct {
 	Nodes int    `json:"nodes"`
 	Mode  string `json:"mode"`
 	// Addons are the addons the runs added (Run.Addons).
-	Addons          string `json:"addons,omitempty"`
+	Addons string `json:"addons,omitempty"`
+	// Flags are the up flags the runs added (Run.Flags).
+	Flags           string `json:"flags,omitempty"`
 	Runs            int    `json:"runs"`
 	Failed          int    `json:"failed"`
 	Wall            Stat   `json:"wall_seconds"`
@@ -248,8 +269,12 @@ type Summary struct {
 	CriticalPath    Stat   `json:"critical_path_seconds"`
 	Overhead        Stat   `json:"overhead"`
 	Down            Stat   `json:"down_seconds"`
-	RSSTotal        Stat   `json:"rss_total_bytes"`
-	PSSTotal        Stat   `json:"pss_total_bytes"`
+	// AppRunning and DNS are the time-to-k8s flow's (TimeToK8s), seconds
+	// from up invoked; empty without it.
+	AppRunning Stat `json:"app_running_seconds"`
+	DNS        Stat `json:"dns_answering_seconds"`
+	RSSTotal   Stat `json:"rss_total_bytes"`
+	PSSTotal   Stat `json:"pss_total_bytes"`
 	// RSS is per component kind, summed over the nodes of a run.
 	RSS []NamedStat `json:"rss_bytes"`
 	// PSS is RSS for the proportional set size; empty in reports from
@@ -297,13 +322,13 @@ func (r *Report) Summarize() {
 	r.Summary = nil
 	r.Failures, r.Notes = nil, nil
 	type key struct {
-		nodes        int
-		mode, addons string
+		nodes               int
+		mode, addons, flags string
 	}
 	groups := map[key][]Run{}
 	var keys []key
 	for _, run := range r.Runs {
-		k := key{run.Nodes, run.Mode, run.Addons}
+		k := key{run.Nodes, run.Mode, run.Addons, run.Flags}
 		if _, ok := groups[k]; !ok {
 			keys = append(keys, k)
 		}
@@ -322,11 +347,14 @@ func (r *Report) Summarize() {
 		if keys[i].mode != keys[j].mode {
 			return keys[i].mode < keys[j].mode // cold before warm
 		}
-		return keys[i].addons < keys[j].addons // the settings' addons first
+		if keys[i].addons != keys[j].addons {
+			return keys[i].addons < keys[j].addons // the settings' addons first
+		}
+		return keys[i].flags < keys[j].flags
 	})
 	for _, k := range keys {
 		s := summarizeRuns(k.nodes, k.mode, groups[k])
-		s.Addons = k.addons
+		s.Addons, s.Flags = k.addons, k.flags
 		r.Summary = append(r.Summary, s)
 	}
 	r.MarginalRSS = marginalFit(r.Runs, func(m *Memory) uint64 { return m.TotalBytes })
@@ -353,6 +381,7 @@ func summarizeRuns(nodes int, mode string, runs []Run) Summary {
 // summarizeRuns. Times are seconds, memory bytes.
 type runAcc struct {
 	wall, sup, startup, prep, handover, cp, over, down, rss, pss []float64
+	app, dns                                                     []float64
 
 	rssBy    map[string][]float64 // per component kind
 	pssBy    map[string][]float64 // per component kind
@@ -416,6 +445,9 @@ func (a *runAcc) add(run Run) {
 		a.over = append(a.over, run.Overhead)
 	}
 	a.addKinds(run.Kinds)
+	if t := run.TimeToK8s; t != nil && t.Error == "" {
+		a.app, a.dns = append(a.app, t.AppRunningSeconds), append(a.dns, t.DNSSeconds)
+	}
 	if run.Memory != nil {
 		a.addMemory(run.Memory)
 	}
@@ -491,6 +523,7 @@ func (a *runAcc) summary() Summary {
 	s.Startup, s.Handover = Summarize(a.startup), Summarize(a.handover)
 	s.CriticalPath, s.Overhead, s.Down, s.RSSTotal = Summarize(a.cp), Summarize(a.over), Summarize(a.down), Summarize(a.rss)
 	s.PSSTotal = Summarize(a.pss)
+	s.AppRunning, s.DNS = Summarize(a.app), Summarize(a.dns)
 	for _, name := range a.rssOrder {
 		s.RSS = append(s.RSS, NamedStat{Name: name, Stat: Summarize(a.rssBy[name])})
 		if v := a.pssBy[name]; len(v) > 0 {
@@ -530,7 +563,7 @@ func mostCommon(m map[string]int) string {
 func marginalFit(runs []Run, total func(*Memory) uint64) *Fit {
 	bySize := map[int][]float64{}
 	for _, r := range runs {
-		if r.Memory != nil && r.UpError == "" && total(r.Memory) > 0 && r.Addons == "" {
+		if r.Memory != nil && r.UpError == "" && total(r.Memory) > 0 && r.Addons == "" && r.Flags == "" {
 			bySize[r.Nodes] = append(bySize[r.Nodes], float64(total(r.Memory)))
 		}
 	}
@@ -557,7 +590,7 @@ func importRatios(sums []Summary) []ImportRatio {
 	for _, mode := range []string{ModeCold, ModeWarm} {
 		var one, three *ImportStat
 		for _, s := range sums {
-			if s.Mode != mode || s.Addons != "" || s.Import == nil || s.Import.Seconds.N == 0 {
+			if s.Mode != mode || s.variant() || s.Import == nil || s.Import.Seconds.N == 0 {
 				continue
 			}
 			switch s.Nodes {
@@ -575,8 +608,9 @@ func importRatios(sums []Summary) []ImportRatio {
 }
 
 // WriteFiles writes r as JSON and Markdown into dir: bench-<stamp>.json and
-// .md, and copies as latest.json and latest.md. It returns the Markdown
-// path.
+// .md, its boot timelines as a Gantt chart (TimelineSVG) in .svg, and
+// copies as latest.json, latest.md and latest.svg. It returns the
+// Markdown path.
 func (r *Report) WriteFiles(dir string) (string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return "", err
@@ -596,6 +630,9 @@ func (r *Report) WriteFiles(dir string) (string, error) {
 		base + ".md":                      []byte(md.String()),
 		filepath.Join(dir, "latest.json"): append(js, '\n'),
 		filepath.Join(dir, "latest.md"):   []byte(md.String()),
+	}
+	if svg := TimelineSVG(r.Summary); svg != nil {
+		files[base+".svg"], files[filepath.Join(dir, "latest.svg")] = svg, svg
 	}
 	for _, p := range slices.Sorted(maps.Keys(files)) {
 		if err := os.WriteFile(p, files[p], 0o644); err != nil {
@@ -642,6 +679,7 @@ func (r *Report) Markdown(w io.Writer) error {
 	p("containerd stores); *warm*: the previous run's state dir (PKI, etcd data and images reused).\n")
 
 	r.markdownTimes(p)
+	r.markdownTimeToK8s(p)
 	r.markdownAddonCost(p)
 	r.markdownCriticalPath(p)
 	r.markdownTimeline(p)
@@ -665,37 +703,58 @@ func (r *Report) markdownTimes(p func(format string, args ...any)) {
 	p("| nodes | mode | runs | wall | startup | prepare | supervisor | hand-over | critical path | overhead | down | failed |\n")
 	p("|---:|---|---:|---|---|---|---|---|---|---|---|---:|\n")
 	for _, s := range r.Summary {
-		p("| %d | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", s.Nodes, modeLabel(s.Mode, s.Addons), s.Runs,
+		p("| %d | %s | %d | %s | %s | %s | %s | %s | %s | %s | %s | %d |\n", s.Nodes, s.modeLabel(), s.Runs,
 			fmtStat(s.Wall, "%.1f"), fmtStat(s.Startup, "%.1f"), fmtStat(s.Prepare, "%.2f"), fmtStat(s.SupervisorTotal, "%.1f"),
 			fmtStat(s.Handover, "%.2f"), fmtStat(s.CriticalPath, "%.1f"), fmtStat(s.Overhead, "%.2f×"), fmtStat(s.Down, "%.1f"), s.Failed)
 	}
 
 }
 
-// markdownAddonCost writes, with -with-addons, what the addons cost:
-// per size, the medians of the cold runs with them against those without
-// (run alternately).
-func (r *Report) markdownAddonCost(p func(format string, args ...any)) {
-	if r.Settings.WithAddons == "" {
+// markdownTimeToK8s writes the time-to-k8s table, for the sizes and modes
+// whose runs had the flow.
+func (r *Report) markdownTimeToK8s(p func(format string, args ...any)) {
+	if !slices.ContainsFunc(r.Summary, func(s Summary) bool { return s.DNS.N > 0 }) {
 		return
 	}
-	p("\n## Cost of +%s (cold runs, alternately with and without)\n\n", r.Settings.WithAddons)
-	p("| nodes | wall without (s) | wall with (s) | Δ wall (s) | PSS without (MiB) | PSS with (MiB) | Δ PSS (MiB) |\n")
-	p("|---:|---|---|---:|---|---|---:|\n")
+	p("\n## Time to k8s (seconds from `kubernix up` invoked)\n\n")
+	p("minikube's time-to-k8s flow, right after up returned: *app running*: a Deployment (one busybox pod) applied and\n")
+	p("its pod Ready (`kubectl rollout status`); *DNS answering*: then `nslookup kubernetes.default` in that pod\n")
+	p("answered (`kubectl exec`, every 100 ms). Each includes up's wall time and the kubectl invocations.\n\n")
+	p("| nodes | mode | up returned | app running | DNS answering |\n|---:|---|---|---|---|\n")
+	for _, s := range r.Summary {
+		if s.DNS.N == 0 {
+			continue
+		}
+		p("| %d | %s | %s | %s | %s |\n", s.Nodes, s.modeLabel(), fmtStat(s.Wall, "%.1f"),
+			fmtStat(s.AppRunning, "%.1f"), fmtStat(s.DNS, "%.1f"))
+	}
+}
+
+// markdownAddonCost writes, with -with-addons or -with-flags, what
+// they cost: per size, the medians of the cold runs with them against
+// those without (run alternately), time to Ready, DNS answering and PSS.
+func (r *Report) markdownAddonCost(p func(format string, args ...any)) {
+	what := strings.TrimSpace(modeLabel("", r.Settings.WithAddons, r.Settings.WithFlags))
+	if what == "" {
+		return
+	}
+	p("\n## Cost of %s (cold runs, alternately with and without)\n\n", what)
+	p("| nodes | wall without (s) | wall with (s) | Δ wall (s) | DNS answering without (s) | with (s) | Δ (s) | PSS without (MiB) | PSS with (MiB) | Δ PSS (MiB) |\n")
+	p("|---:|---|---|---:|---|---|---:|---|---|---:|\n")
 	for _, with := range r.Summary {
-		if with.Addons == "" || with.Mode != ModeCold {
+		if !with.variant() || with.Mode != ModeCold {
 			continue
 		}
 		i := slices.IndexFunc(r.Summary, func(s Summary) bool {
-			return s.Nodes == with.Nodes && s.Mode == ModeCold && s.Addons == ""
+			return s.Nodes == with.Nodes && s.Mode == ModeCold && !s.variant()
 		})
 		if i < 0 {
 			continue
 		}
 		without := r.Summary[i]
-		p("| %d | %s | %s | %+.1f | %s | %s | %+.0f |\n", with.Nodes, fmtStat(without.Wall, "%.1f"), fmtStat(with.Wall, "%.1f"),
-			with.Wall.Median-without.Wall.Median, fmtStatFunc(without.PSSTotal, mib), fmtStatFunc(with.PSSTotal, mib),
-			(with.PSSTotal.Median-without.PSSTotal.Median)/(1<<20))
+		p("| %d | %s | %s | %+.1f | %s | %s | %+.1f | %s | %s | %+.0f |\n", with.Nodes, fmtStat(without.Wall, "%.1f"), fmtStat(with.Wall, "%.1f"),
+			with.Wall.Median-without.Wall.Median, fmtStat(without.DNS, "%.1f"), fmtStat(with.DNS, "%.1f"), with.DNS.Median-without.DNS.Median,
+			fmtStatFunc(without.PSSTotal, mib), fmtStatFunc(with.PSSTotal, mib), (with.PSSTotal.Median-without.PSSTotal.Median)/(1<<20))
 	}
 }
 
@@ -709,7 +768,7 @@ func (r *Report) markdownCriticalPath(p func(format string, args ...any)) {
 	}
 	p(" sum |\n|---:|---|---|%s---|\n", strings.Repeat("---|", len(phases)))
 	for _, s := range r.Summary {
-		p("| %d | %s | %s |", s.Nodes, modeLabel(s.Mode, s.Addons), fmtMedian(s.Prepare, "%.2f"))
+		p("| %d | %s | %s |", s.Nodes, s.modeLabel(), fmtMedian(s.Prepare, "%.2f"))
 		for _, ph := range phases {
 			cell := "–"
 			for _, st := range s.Steps {
@@ -729,11 +788,12 @@ func (r *Report) markdownTimeline(p func(format string, args ...any)) {
 	p("\n## Boot timeline (seconds from the first component start: started → ready, medians)\n\n")
 	p("Per-node components show the first start and the last ready over the nodes; *ready* is when the\n")
 	p("component's start returned (readiness probe passed and after-ready hooks ran, e.g. containerd's\n")
-	p("built-in image import). Prepare runs before the origin.\n\n")
+	p("built-in image import). Prepare runs before the origin. The same medians, drawn as a Gantt chart, are in\n")
+	p("the .svg beside this report (latest.svg beside latest.md).\n\n")
 	kinds := summaryKinds(r.Summary)
 	p("| component | phase |")
 	for _, s := range r.Summary {
-		p(" %d %s |", s.Nodes, modeLabel(s.Mode, s.Addons))
+		p(" %d %s |", s.Nodes, s.modeLabel())
 	}
 	p("\n|---|---|%s\n", strings.Repeat("---|", len(r.Summary)))
 	for _, k := range kinds {
@@ -820,7 +880,7 @@ func componentHeader(p func(format string, args ...any), comps []string) {
 // componentRow writes the first cells of summary s's row: its size, mode
 // and, per kind of comps, cell of its stat in stats, or "–" for none.
 func componentRow(p func(format string, args ...any), s Summary, comps []string, stats []NamedStat, cell func(kind string, st Stat) string) {
-	p("| %d | %s |", s.Nodes, modeLabel(s.Mode, s.Addons))
+	p("| %d | %s |", s.Nodes, s.modeLabel())
 	for _, c := range comps {
 		text := "–"
 		for _, ns := range stats {

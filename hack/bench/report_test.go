@@ -3,7 +3,10 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"encoding/xml"
+	"errors"
 	"flag"
+	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -56,6 +59,7 @@ func fixtureReport(t *testing.T) *Report {
 		first := tm.Components[0].Started
 		(&bench{}).analyse(&r, tm, first.Add(-2*time.Second), first.Add(12250*time.Millisecond))
 		r.Memory = mem(nodes, extraMiB)
+		r.TimeToK8s = &TimeToK8s{AppRunningSeconds: up + 1.5, DNSSeconds: up + 2}
 		return r
 	}
 	runs := []Run{
@@ -99,6 +103,10 @@ func TestSummarizeReport(t *testing.T) {
 	threeWarm := r.Summary[3]
 	if threeWarm.Failed != 1 || threeWarm.Wall.N != 0 || threeWarm.Down.N != 1 {
 		t.Errorf("3-node warm row (up failed) = %+v: want 1 failed, no wall, a down time", threeWarm)
+	}
+	// The time-to-k8s flow: 1.5 and 2 s after up returned.
+	if oneWarm.AppRunning != (Stat{N: 2, Median: 15.8, Min: 15.6, Max: 16}) || oneWarm.DNS.N != 2 || !near(oneWarm.DNS.Median, 16.3) {
+		t.Errorf("1-node warm time-to-k8s: app running %+v, DNS answering %+v", oneWarm.AppRunning, oneWarm.DNS)
 	}
 	if oneWarm.Startup != (Stat{N: 2, Median: 1.5, Min: 1.5, Max: 1.5}) || !near(oneWarm.Handover.Median, 0.25) {
 		t.Errorf("startup %+v (want 2 s less 0.5 s prepare), hand-over %+v", oneWarm.Startup, oneWarm.Handover)
@@ -181,7 +189,7 @@ func TestWriteFiles(t *testing.T) {
 	if filepath.Base(md) != "bench-20260102-030000.md" {
 		t.Errorf("markdown path %s", md)
 	}
-	for _, f := range []string{"bench-20260102-030000.json", "latest.json", "latest.md"} {
+	for _, f := range []string{"bench-20260102-030000.json", "latest.json", "latest.md", "bench-20260102-030000.svg", "latest.svg"} {
 		if _, err := os.Stat(filepath.Join(dir, f)); err != nil {
 			t.Error(err)
 		}
@@ -218,38 +226,99 @@ func golden(t *testing.T, name string, got []byte) {
 	}
 }
 
-// TestAddonCost checks the -with-addons runs: their own summary rows,
-// kept out of the per-node fit, and the cost table's differences.
-func TestAddonCost(t *testing.T) {
-	r := fixtureReport(t)
-	base := r.Runs[3] // 3 nodes, cold: 17.8 s
-	with := base
-	with.Addons, with.UpSeconds = "ingress", 21.3
-	m := *base.Memory
-	m.TotalPSSBytes += 240 << 20
-	m.TotalBytes += 1 << 30 // kept out of the fit
-	with.Memory = &m
-	r.Runs = append(r.Runs, with)
-	r.Settings.WithAddons = "ingress"
-	r.Summarize()
-	i := slices.IndexFunc(r.Summary, func(s Summary) bool { return s.Addons == "ingress" })
-	if i < 0 || r.Summary[i].Nodes != 3 || r.Summary[i].Mode != ModeCold || r.Summary[i].Wall.Median != 21.3 || len(r.Summary) != 5 {
-		t.Fatalf("summary %+v: want a fifth row, 3 nodes cold +ingress", r.Summary)
+// TestVariantCost checks the -with-addons and -with-flags runs: their
+// own summary row, labelled with what they add, kept out of the per-node
+// fit, and the cost table's differences; a report without them has no
+// cost table.
+func TestVariantCost(t *testing.T) {
+	tests := []struct {
+		name  string
+		add   func(*Run, *Settings) // makes the extra run a variant
+		row   func(Summary) bool
+		up    float64
+		ttk   TimeToK8s
+		pss   uint64 // MiB more than the base run's
+		wants []string
+	}{
+		{"addons", func(r *Run, st *Settings) { r.Addons, st.WithAddons = "ingress", "ingress" },
+			func(s Summary) bool { return s.Addons == "ingress" }, 21.3, TimeToK8s{AppRunningSeconds: 22.8, DNSSeconds: 23.3}, 240,
+			[]string{"## Cost of +ingress", "| 3 | 17.8 | 21.3 | +3.5 | 19.8 | 23.3 | +3.5 | 963 | 1203 | +240 |", "| 3 | cold +ingress | 1 |"}},
+		{"flags", func(r *Run, st *Settings) { r.Flags, st.WithFlags = "--ephemeral", "--ephemeral" },
+			func(s Summary) bool { return s.Flags == "--ephemeral" && s.Addons == "" }, 16.9, TimeToK8s{AppRunningSeconds: 18.1, DNSSeconds: 18.5}, 0,
+			[]string{"## Cost of --ephemeral", "| 3 | 17.8 | 16.9 | -0.9 | 19.8 | 18.5 | -1.3 | 963 | 963 | +0 |", "| 3 | cold --ephemeral | 1 |"}},
 	}
-	if got, want := r.MarginalRSS.Slope/(1<<20), (float64(570+3*345)-889)/2; !near(got, want) {
-		t.Errorf("marginal RSS = %v MiB, want %v: the +ingress run counted", got, want)
-	}
-	var buf bytes.Buffer
-	if err := r.Markdown(&buf); err != nil {
-		t.Fatal(err)
-	}
-	out := buf.String()
-	for _, want := range []string{"## Cost of +ingress", "| 3 | 17.8 | 21.3 | +3.5 | 963 | 1203 | +240 |", "| 3 | cold +ingress | 1 |"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("markdown lacks %q:\n%s", want, out)
-		}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			r := fixtureReport(t)
+			base := r.Runs[3] // 3 nodes, cold: 17.8 s
+			with := base
+			tt.add(&with, &r.Settings)
+			with.UpSeconds, with.TimeToK8s = tt.up, &tt.ttk
+			m := *base.Memory
+			m.TotalPSSBytes += tt.pss << 20
+			m.TotalBytes += 1 << 30 // kept out of the fit
+			with.Memory = &m
+			r.Runs = append(r.Runs, with)
+			r.Summarize()
+			i := slices.IndexFunc(r.Summary, tt.row)
+			if i < 0 || r.Summary[i].Nodes != 3 || r.Summary[i].Mode != ModeCold || r.Summary[i].Wall.Median != tt.up || len(r.Summary) != 5 {
+				t.Fatalf("summary %+v: want a fifth row, of the 3-node cold variant", r.Summary)
+			}
+			if got, want := r.MarginalRSS.Slope/(1<<20), (float64(570+3*345)-889)/2; !near(got, want) {
+				t.Errorf("marginal RSS = %v MiB, want %v: the variant's run counted", got, want)
+			}
+			var buf bytes.Buffer
+			if err := r.Markdown(&buf); err != nil {
+				t.Fatal(err)
+			}
+			for _, want := range tt.wants {
+				if !strings.Contains(buf.String(), want) {
+					t.Errorf("markdown lacks %q:\n%s", want, buf.String())
+				}
+			}
+		})
 	}
 	if r0 := fixtureReport(t); func() bool { var b bytes.Buffer; _ = r0.Markdown(&b); return strings.Contains(b.String(), "Cost of") }() {
-		t.Error("a report without -with-addons has a cost table")
+		t.Error("a report without -with-addons or -with-flags has a cost table")
+	}
+}
+
+// TestTimelineSVG checks the Gantt chart of the fixture's timelines
+// (golden timeline.svg): well-formed XML, a panel per summary, a bar per
+// component kind of each, and nothing without a timeline.
+func TestTimelineSVG(t *testing.T) {
+	r := fixtureReport(t)
+	svg := TimelineSVG(r.Summary)
+	golden(t, "timeline.svg", svg)
+	dec := xml.NewDecoder(bytes.NewReader(svg))
+	rects := 0
+	for {
+		tok, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("not well-formed XML: %v", err)
+		}
+		if el, ok := tok.(xml.StartElement); ok && el.Name.Local == "rect" && slices.ContainsFunc(el.Attr, func(a xml.Attr) bool { return a.Name.Local == "y" && a.Value != "10" }) {
+			rects++
+		}
+	}
+	bars, panels := 0, 0
+	for _, s := range r.Summary {
+		bars += len(s.Phases)
+		if len(s.Phases) > 0 {
+			panels++
+		}
+	}
+	// The background rect has no y; the legend's are at y 10.
+	if bars == 0 || rects != bars {
+		t.Errorf("%d bars drawn, want one per component kind of each summary: %d", rects, bars)
+	}
+	if got := strings.Count(string(svg), "boot timeline (s from"); panels < 2 || got != panels {
+		t.Errorf("%d panels, want one per summary with a timeline: %d", got, panels)
+	}
+	if TimelineSVG([]Summary{{Nodes: 1, Mode: ModeCold}}) != nil {
+		t.Error("a chart of summaries without timelines, want none")
 	}
 }
