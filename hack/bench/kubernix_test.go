@@ -111,8 +111,9 @@ func TestParseFlags(t *testing.T) {
 		{"no cold run", []string{"-cold", "0"}, nil, []string{"-cold 0"}},
 		{"socket path too long", []string{"-nodes", "1", "-state-dir", "/tmp/" + strings.Repeat("x", 90)}, nil, []string{"socket path"}},
 		{"not a number", []string{"-nodes", "1,x"}, nil, []string{`"x" is not an integer`}},
-		{"with flags", []string{"-nodes", "3", "-with-flags", "--ephemeral --etcd-x=1"}, []int{3}, nil},
-		{"with-flags not flags", []string{"-with-flags", "--ephemeral true"}, nil, []string{`"true" is not a flag`}},
+		{"with flags", []string{"-nodes", "3", "-with-flags", "--ephemeral --x=1 --config /tmp/c.toml"}, []int{3}, nil},
+		{"with-flags not flags", []string{"-with-flags", "--x=1 true"}, nil, []string{`"true" is neither a flag nor its value`}},
+		{"with-flags two values", []string{"-with-flags", "--config a b"}, nil, []string{`"b" is neither a flag nor its value`}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

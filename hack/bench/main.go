@@ -179,9 +179,15 @@ func (o *options) checkCounts(coldSet bool) []error {
 	if o.importMB < 1 {
 		errs = append(errs, fmt.Errorf("-import-mb %d: at least 1", o.importMB))
 	}
+	valueMayFollow := false
 	for _, f := range strings.Fields(o.withFlags) {
-		if !strings.HasPrefix(f, "-") {
-			errs = append(errs, fmt.Errorf("-with-flags %q: %q is not a flag; give up flags, each --flag or --flag=value", o.withFlags, f))
+		switch {
+		case strings.HasPrefix(f, "-"):
+			valueMayFollow = !strings.Contains(f, "=")
+		case valueMayFollow:
+			valueMayFollow = false
+		default:
+			errs = append(errs, fmt.Errorf("-with-flags %q: %q is neither a flag nor its value; give up flags, each --flag, --flag=value or --flag value", o.withFlags, f))
 		}
 	}
 	return errs

@@ -6,6 +6,7 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -37,6 +38,11 @@ type Component struct {
 	// (a boolean): they come after kubernix's own, and a flag kubernix
 	// sets too is given the user's value instead.
 	Args []string `toml:"args,omitempty" usage:"extra flags, each --flag=value or --flag; one kubernix sets too takes this value instead"`
+	// Env are extra environment variables of the process, each
+	// NAME=value (e.g. GOGC=50, a Go component's garbage collection
+	// target): they come after kubernix's own, and one kubernix sets too
+	// is given the user's value instead.
+	Env []string `toml:"env,omitempty" usage:"extra environment variables of its process, each NAME=value (e.g. GOGC=50); one kubernix sets too takes this value instead"`
 }
 
 // ContainerdComponent is the extra settings of every node's containerd.
@@ -176,7 +182,8 @@ func (c *Config) validateSpec() []error {
 		}
 	}
 	for _, comp := range c.Components.list() {
-		errs = append(errs, argsProblems("components."+comp.name+".args", comp.args)...)
+		errs = append(errs, argsProblems("components."+comp.name+".args", comp.Args)...)
+		errs = append(errs, envProblems("components."+comp.name+".env", comp.Env)...)
 	}
 	for i, patch := range c.Components.Containerd.ConfigPatches {
 		var doc map[string]any
@@ -187,32 +194,56 @@ func (c *Config) validateSpec() []error {
 	return append(errs, c.validateNodeSpecs()...)
 }
 
-// componentArgs names a component's extra args.
+// componentArgs names a component's extra settings.
 type componentArgs struct {
 	name string
-	args []string
+	Component
 }
 
-// list returns each component's args, named by its table.
+// list returns each component's extra settings, named by its table.
 func (cs Components) list() []componentArgs {
 	return []componentArgs{
-		{"etcd", cs.Etcd.Args}, {"kube-apiserver", cs.APIServer.Args},
-		{"kube-controller-manager", cs.ControllerManager.Args}, {"kube-scheduler", cs.Scheduler.Args},
-		{"kubelet", cs.Kubelet.Args}, {"kube-proxy", cs.KubeProxy.Args}, {"containerd", cs.Containerd.Args},
+		{"etcd", cs.Etcd}, {"kube-apiserver", cs.APIServer},
+		{"kube-controller-manager", cs.ControllerManager}, {"kube-scheduler", cs.Scheduler},
+		{"kubelet", cs.Kubelet}, {"kube-proxy", cs.KubeProxy}, {"containerd", cs.Containerd.Component},
 	}
 }
 
 // Args returns the extra args of the component named name (a
 // [components.<name>] table name, e.g. "kube-apiserver"); none for a name
 // without a table.
-func (cs Components) Args(name string) []string {
+func (cs Components) Args(name string) []string { return cs.of(name).Args }
+
+// Env returns the extra environment (NAME=value strings) of the
+// component named name, as Args does its args.
+func (cs Components) Env(name string) []string { return cs.of(name).Env }
+
+// of returns the extra settings of the component named name; none for a
+// name without a table.
+func (cs Components) of(name string) Component {
 	for _, c := range cs.list() {
 		if c.name == name {
-			return c.args
+			return c.Component
 		}
 	}
-	return nil
+	return Component{}
 }
+
+// envProblems checks extra environment variables: each NAME=value, NAME a
+// shell variable name.
+func envProblems(key string, env []string) []error {
+	var errs []error
+	for i, kv := range env {
+		name, _, ok := strings.Cut(kv, "=")
+		if !ok || !envName.MatchString(name) {
+			errs = append(errs, fmt.Errorf("%s[%d] %q: must be NAME=value, NAME of letters, digits and _ (not first a digit)", key, i, kv))
+		}
+	}
+	return errs
+}
+
+// envName is what a shell takes as a variable name.
+var envName = regexp.MustCompile(`^[A-Za-z_][A-Za-z0-9_]*$`)
 
 // argsProblems checks extra flags: each "--flag=value" or "--flag".
 func argsProblems(key string, args []string) []error {

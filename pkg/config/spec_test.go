@@ -129,6 +129,11 @@ func TestValidateSpec(t *testing.T) {
 			c.Components.APIServer.Args = []string{"-v=2", "--ok=1"}
 			c.Components.Containerd.ConfigPatches = []string{"[x"}
 		}, []string{`components.kube-apiserver.args[0] "-v=2": must be --flag=value or --flag`, "components.containerd.config_patches[0]: not TOML"}},
+		{"component env", func(c *Config) {
+			c.Components.Kubelet.Env = []string{"GOGC=50", "GOGC", "1X=2", "A-B=c", "=x"}
+			c.Components.Etcd.Env = []string{"ETCD_QUOTA_BACKEND_BYTES=1"}
+		}, []string{`components.kubelet.env[1] "GOGC": must be NAME=value`, `components.kubelet.env[2] "1X=2"`,
+			`components.kubelet.env[3] "A-B=c"`, `components.kubelet.env[4] "=x"`}},
 		{"nodes", func(c *Config) {
 			c.Nodes = 2
 			c.NodeSpecs = []NodeSpec{{

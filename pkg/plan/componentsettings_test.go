@@ -38,7 +38,7 @@ func fileOf(t *testing.T, d components.Description, path string) string {
 }
 
 // TestComponentSettings checks that feature_gates, runtime_config,
-// [components.<name>] args, each node's kubelet_args, containerd's
+// [components.<name>] args and env, each node's kubelet_args, containerd's
 // config_patches and the audit policy reach the described components:
 // what up starts and up --dry-run prints.
 func TestComponentSettings(t *testing.T) {
@@ -48,6 +48,7 @@ func TestComponentSettings(t *testing.T) {
 	pl.Cfg.Components.APIServer.Args = []string{"--enable-admission-plugins=NodeRestriction,DenyServiceExternalIPs", "--v=2"}
 	pl.Cfg.Components.Etcd.Args = []string{"--log-level=info"}
 	pl.Cfg.Components.Kubelet.Args = []string{"--max-pods=60", "--v=3"}
+	pl.Cfg.Components.Kubelet.Env = []string{"GOGC=50", "GOMAXPROCS=1", "PATH=/nowhere"}
 	pl.Cfg.Components.KubeProxy.Args = []string{"--v=4"}
 	pl.Cfg.Components.Containerd.Args = []string{"--log-level=debug"}
 	pl.Cfg.Components.Containerd.ConfigPatches = []string{"[plugins.'io.containerd.cri.v1.runtime']\nmax_container_log_line_size = 32768\n"}
@@ -88,6 +89,13 @@ func TestComponentSettings(t *testing.T) {
 		if !slices.Equal(got, want) {
 			t.Errorf("%s: %s given as %q, want %q (args %q)", tt.id, tt.flag, got, want, args)
 		}
+	}
+	if env := ds["kubelet"+n1].Environ(); !slices.Contains(env, "GOGC=50") || !slices.Contains(env, "GOMAXPROCS=1") ||
+		!slices.Contains(env, "PATH=/nowhere") {
+		t.Errorf("kubelet%s: [components.kubelet] env not in its environment, or kubernix's PATH not replaced: %q", n1, env)
+	}
+	if env := ds["kube-proxy"+n1].Environ(); slices.Contains(env, "GOGC=50") {
+		t.Errorf("kube-proxy%s has the kubelet's env: %q", n1, env)
 	}
 	if args := ds["kubelet"+n1].Command.Args; !strings.HasPrefix(args[len(args)-1], "--max-pods=50") {
 		t.Errorf("kubelet%s: the node's kubelet_args do not come last: %q", n1, args)

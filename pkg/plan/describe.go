@@ -115,6 +115,10 @@ func DescribeAll(plan *Plan) ([]Described, error) {
 		if out[i].Kind == components.KindProcess && !setsPath(out[i].Command.Env) {
 			out[i].Command.Env = append([]string{"PATH=" + plan.searchPath()}, out[i].Command.Env...)
 		}
+		if out[i].Kind == components.KindProcess {
+			// After kubernix's own: Environ lets the last of a key win.
+			out[i].Command.Env = append(out[i].Command.Env, plan.Cfg.Components.Env(out[i].Name)...)
+		}
 	}
 	return out, nil
 }
