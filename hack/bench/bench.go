@@ -77,9 +77,9 @@ func (o options) settings() Settings {
 	}
 }
 
-// runAll runs every size -runs times (with -with-addons or -with-flags, each cold run
-// after a cold run with those addons added, so that the warm runs follow
-// a run of the settings' addons), then, unless a run failed or
+// runAll runs every size -runs times (with -with-addons or -with-flags,
+// each cold run after a cold run with those addons or flags added, so
+// that the warm runs follow a run of the settings alone), then, unless a run failed or
 // -keep-state is set, removes the state dir. It returns ctx's error.
 func (b *bench) runAll(ctx context.Context) error {
 	o := b.opts
