@@ -15,7 +15,7 @@ import (
 )
 
 // TestEphemeral (issue 30): an ephemeral cluster (--ephemeral) runs etcd
-// without fsync, and is deleted when it goes down: its state dir, its
+// without fsync, says so in its status, and is deleted when it goes down: its state dir, its
 // entry in `kubernix list` and its kubeconfig context go, and nothing of
 // it is left on the host. That holds for down, for down after the
 // supervisor was SIGKILLed, and for a foreground up ended with Ctrl-C.
@@ -36,6 +36,9 @@ func TestEphemeral(t *testing.T) {
 		}
 		if c, ok := e.listed(ctx, t); !ok || c.State != "running" {
 			t.Errorf("kubernix list shows %+v (listed: %v), want it running", c, ok)
+		}
+		if out := e.mustKubernix(ctx, "status", "-o", "json"); !strings.Contains(out, `"ephemeral": true`) {
+			t.Errorf("status -o json does not say the cluster is ephemeral:\n%s", out)
 		}
 		if out := e.mustKubernix(ctx, "down"); !strings.Contains(out, "deleted (ephemeral: state dir "+e.stateDir+" removed)") {
 			t.Errorf("down of an ephemeral cluster does not say it deleted it:\n%s", out)

@@ -29,6 +29,9 @@ type Status struct {
 	// IPFamily is the cluster's IP family (ip_family): "ipv4", "ipv6" or
 	// "dual" (IPv4 first); absent when the record is damaged.
 	IPFamily string `json:"ipFamily,omitempty"`
+	// Ephemeral is true for an ephemeral cluster (ephemeral = true), which
+	// `kubernix down` deletes.
+	Ephemeral bool `json:"ephemeral,omitempty"`
 	// Time is when the status was taken (RFC 3339); expiry warnings count
 	// from it.
 	Time time.Time `json:"time"`
@@ -200,6 +203,9 @@ func (s Status) Table(w io.Writer) error {
 	}
 	if s.IPFamily != "" {
 		about = append(about, s.IPFamily)
+	}
+	if s.Ephemeral {
+		about = append(about, "ephemeral: down deletes it")
 	}
 	if len(about) > 0 {
 		name += " (" + strings.Join(about, ", ") + ")"

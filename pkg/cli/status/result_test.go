@@ -38,7 +38,7 @@ func inUTC(t *testing.T) {
 // statusCases are the Status values the goldens show: a healthy cluster,
 // one whose supervisor was killed, one whose apiserver does not answer,
 // a healthy one whose nodes publish ports, a running one whose record is
-// damaged, and a healthy dual-stack one.
+// damaged, and a healthy dual-stack one that is ephemeral.
 func statusCases() map[string]Status {
 	now := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
 	started := now.Add(-time.Hour)
@@ -85,7 +85,7 @@ func statusCases() map[string]Status {
 	ports.Ports = []plan.Published{{Listen: "127.0.0.1:8080", Protocol: "TCP", Node: "kx-node-0", NodePort: 30080},
 		{Listen: "0.0.0.0:5353", Protocol: "UDP", Node: "kx-node-0", NodePort: 53}}
 	dual := healthy
-	dual.IPFamily = "dual"
+	dual.IPFamily, dual.Ephemeral = "dual", true
 	dual.Nodes = []Node{{Name: "kx-node-0", Ready: "True", KubeletVersion: "v1.36.3", InternalIP: "10.176.0.2",
 		InternalIPs: []string{"10.176.0.2", "fd50:c307:8205::2"}, PodCIDRs: []string{"10.176.128.0/24", "fd50:c307:8205:8000::/64"}}}
 	damaged := Status{

@@ -99,7 +99,7 @@ func collect(ctx context.Context, cfg config.Config, now time.Time) (Status, err
 	if err != nil {
 		return Status{}, err
 	}
-	st := Status{Cluster: cfg.Name, StateDir: p.State, KubernetesVersion: pl.Release.Kubernetes, IPFamily: cfg.IPFamily, Time: now.UTC()}
+	st := Status{Cluster: cfg.Name, StateDir: p.State, KubernetesVersion: pl.Release.Kubernetes, IPFamily: cfg.IPFamily, Ephemeral: cfg.Ephemeral, Time: now.UTC()}
 	st.Supervisor.PID, st.Supervisor.Running = state.Running(p)
 	if !st.Supervisor.Running {
 		st.Supervisor.PID = 0
