@@ -227,7 +227,7 @@ func (b *bench) runOnce(ctx context.Context, nodes, index int, v variant) (r Run
 		return r
 	}
 	b.checkUp(ctx, &r, begin, upReturned)
-	b.measureTimeToK8s(ctx, &r, begin)
+	measureTimeToK8s(ctx, k, &r, begin)
 	if err := sleep(ctx, b.opts.rssDelay-time.Since(upReturned)); err != nil {
 		return r
 	}
@@ -299,13 +299,14 @@ func (b *bench) checkUp(ctx context.Context, r *Run, begin, upReturned time.Time
 	}
 }
 
-// measureTimeToK8s runs the time-to-k8s flow (Kubernix.TimeToK8s) into
-// r.TimeToK8s when the cluster has CoreDNS; its failure fails the run.
-func (b *bench) measureTimeToK8s(ctx context.Context, r *Run, begin time.Time) {
-	if b.k.Addons != "" && !slices.Contains(strings.Split(withAddons(b.k.Addons, r.Addons), ","), "coredns") {
+// measureTimeToK8s runs the time-to-k8s flow (Kubernix.TimeToK8s) on the
+// cluster k brought up into r.TimeToK8s when it has CoreDNS (k.Addons ""
+// is kubernix's defaults, which have it); its failure fails the run.
+func measureTimeToK8s(ctx context.Context, k Kubernix, r *Run, begin time.Time) {
+	if k.Addons != "" && !slices.Contains(strings.Split(k.Addons, ","), "coredns") {
 		return
 	}
-	t, err := b.k.TimeToK8s(ctx, begin, config.Default().ClusterDomain)
+	t, err := k.TimeToK8s(ctx, begin, config.Default().ClusterDomain)
 	if err != nil {
 		r.fail("time-to-k8s: %v", err)
 		if t == nil {

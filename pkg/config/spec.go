@@ -194,15 +194,15 @@ func (c *Config) validateSpec() []error {
 	return append(errs, c.validateNodeSpecs()...)
 }
 
-// componentArgs names a component's extra settings.
-type componentArgs struct {
+// namedComponent is a component's extra settings, named by its table.
+type namedComponent struct {
 	name string
 	Component
 }
 
 // list returns each component's extra settings, named by its table.
-func (cs Components) list() []componentArgs {
-	return []componentArgs{
+func (cs Components) list() []namedComponent {
+	return []namedComponent{
 		{"etcd", cs.Etcd}, {"kube-apiserver", cs.APIServer},
 		{"kube-controller-manager", cs.ControllerManager}, {"kube-scheduler", cs.Scheduler},
 		{"kubelet", cs.Kubelet}, {"kube-proxy", cs.KubeProxy}, {"containerd", cs.Containerd.Component},
