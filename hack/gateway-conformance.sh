@@ -6,7 +6,7 @@
 #   images  the suite's backend images (go run ./hack/mkimage -set
 #           gateway: echo-basic under each tag the suite's manifests name,
 #           CoreDNS under the tag its UDP backend names);
-#   up      a 2-node cluster with the ingress addon;
+#   up      a 2-node cluster with the ingress addon, and traefik rolled out;
 #   load    those images into every node (`kubernix image load`);
 #   suite   conformance.test with the GATEWAY-HTTP profile (the features
 #           traefik supports read from its GatewayClass's status), its
@@ -75,6 +75,10 @@ up_cluster() {
 	"$BIN/kubernix" up --detach "${CLUSTER[@]}" --nodes 2 \
 		--addons coredns,local-path-storage,metrics-server,ingress,loadbalancer,registry
 	"$BIN/kubernix" kubeconfig "${CLUSTER[@]}" >"$GW/kubeconfig"
+	# The ingress addon is deployed once the cluster is Ready, after up
+	# returned: wait for traefik (its CRDs come before it).
+	"$BIN/kubectl" --kubeconfig "$GW/kubeconfig" -n kube-system wait --for=create deployment/traefik --timeout=5m
+	"$BIN/kubectl" --kubeconfig "$GW/kubeconfig" -n kube-system rollout status deployment/traefik --timeout=5m
 }
 UP=1
 part up up_cluster

@@ -307,6 +307,12 @@ func measureTimeToK8s(ctx context.Context, k Kubernix, r *Run, begin time.Time) 
 		return
 	}
 	t, err := k.TimeToK8s(ctx, begin, config.Default().ClusterDomain)
+	if err == nil {
+		t.AddonsSeconds, err = k.AddonsHealthy(ctx, begin)
+		if err != nil {
+			err = fmt.Errorf("addons healthy: %w", err)
+		}
+	}
 	if err != nil {
 		r.fail("time-to-k8s: %v", err)
 		if t == nil {

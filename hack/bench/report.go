@@ -273,8 +273,11 @@ type Summary struct {
 	// from up invoked; empty without it.
 	AppRunning Stat `json:"app_running_seconds"`
 	DNS        Stat `json:"dns_answering_seconds"`
-	RSSTotal   Stat `json:"rss_total_bytes"`
-	PSSTotal   Stat `json:"pss_total_bytes"`
+	// AddonsHealthy is TimeToK8s.AddonsSeconds: every addon healthy,
+	// those deployed after Ready included.
+	AddonsHealthy Stat `json:"addons_healthy_seconds"`
+	RSSTotal      Stat `json:"rss_total_bytes"`
+	PSSTotal      Stat `json:"pss_total_bytes"`
 	// RSS is per component kind, summed over the nodes of a run.
 	RSS []NamedStat `json:"rss_bytes"`
 	// PSS is RSS for the proportional set size; empty in reports from
@@ -381,7 +384,7 @@ func summarizeRuns(nodes int, mode string, runs []Run) Summary {
 // summarizeRuns. Times are seconds, memory bytes.
 type runAcc struct {
 	wall, sup, startup, prep, handover, cp, over, down, rss, pss []float64
-	app, dns                                                     []float64
+	app, dns, addons                                             []float64
 
 	rssBy    map[string][]float64 // per component kind
 	pssBy    map[string][]float64 // per component kind
@@ -447,6 +450,9 @@ func (a *runAcc) add(run Run) {
 	a.addKinds(run.Kinds)
 	if t := run.TimeToK8s; t != nil && t.Error == "" {
 		a.app, a.dns = append(a.app, t.AppRunningSeconds), append(a.dns, t.DNSSeconds)
+		if t.AddonsSeconds > 0 {
+			a.addons = append(a.addons, t.AddonsSeconds)
+		}
 	}
 	if run.Memory != nil {
 		a.addMemory(run.Memory)
@@ -523,7 +529,7 @@ func (a *runAcc) summary() Summary {
 	s.Startup, s.Handover = Summarize(a.startup), Summarize(a.handover)
 	s.CriticalPath, s.Overhead, s.Down, s.RSSTotal = Summarize(a.cp), Summarize(a.over), Summarize(a.down), Summarize(a.rss)
 	s.PSSTotal = Summarize(a.pss)
-	s.AppRunning, s.DNS = Summarize(a.app), Summarize(a.dns)
+	s.AppRunning, s.DNS, s.AddonsHealthy = Summarize(a.app), Summarize(a.dns), Summarize(a.addons)
 	for _, name := range a.rssOrder {
 		s.RSS = append(s.RSS, NamedStat{Name: name, Stat: Summarize(a.rssBy[name])})
 		if v := a.pssBy[name]; len(v) > 0 {
@@ -719,14 +725,16 @@ func (r *Report) markdownTimeToK8s(p func(format string, args ...any)) {
 	p("\n## Time to k8s (seconds from `kubernix up` invoked)\n\n")
 	p("minikube's time-to-k8s flow, right after up returned: *app running*: a Deployment (one busybox pod) applied and\n")
 	p("its pod Ready (`kubectl rollout status`); *DNS answering*: then `nslookup kubernetes.default` in that pod\n")
-	p("answered (`kubectl exec`, every 100 ms). Each includes up's wall time and the kubectl invocations.\n\n")
-	p("| nodes | mode | up returned | app running | DNS answering |\n|---:|---|---|---|---|\n")
+	p("answered (`kubectl exec`, every 100 ms). Each includes up's wall time and the kubectl invocations.\n")
+	p("*Addons healthy*: then `kubernix status` reports every addon healthy, those deployed once the cluster\n")
+	p("is Ready (ingress) included.\n\n")
+	p("| nodes | mode | up returned | app running | DNS answering | addons healthy |\n|---:|---|---|---|---|---|\n")
 	for _, s := range r.Summary {
 		if s.DNS.N == 0 {
 			continue
 		}
-		p("| %d | %s | %s | %s | %s |\n", s.Nodes, s.modeLabel(), fmtStat(s.Wall, "%.1f"),
-			fmtStat(s.AppRunning, "%.1f"), fmtStat(s.DNS, "%.1f"))
+		p("| %d | %s | %s | %s | %s | %s |\n", s.Nodes, s.modeLabel(), fmtStat(s.Wall, "%.1f"),
+			fmtStat(s.AppRunning, "%.1f"), fmtStat(s.DNS, "%.1f"), fmtStat(s.AddonsHealthy, "%.1f"))
 	}
 }
 

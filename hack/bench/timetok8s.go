@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -22,7 +24,11 @@ type TimeToK8s struct {
 	// Service answered (kubectl exec, asked again every 100 ms until it
 	// does).
 	DNSSeconds float64 `json:"dns_answering_seconds"`
-	Error      string  `json:"error,omitempty"`
+	// AddonsSeconds: up invoked → `kubernix status` reports every addon
+	// healthy, those deployed once the cluster is Ready (ingress) too
+	// (asked every 200 ms, after the flow above); 0 when not measured.
+	AddonsSeconds float64 `json:"addons_seconds,omitempty"`
+	Error         string  `json:"error,omitempty"`
 }
 
 // timeToK8sApp names the flow's Deployment (in the default namespace)
@@ -103,4 +109,41 @@ func (k Kubernix) TimeToK8s(ctx context.Context, begin time.Time, clusterDomain 
 		return &t, fmt.Errorf("wait until its pod is gone: %w", err)
 	}
 	return &t, nil
+}
+
+// AddonsHealthy returns the seconds from begin, when up was invoked,
+// until `kubernix status -o json` reports every addon healthy, none still
+// installing (addons deployed once the cluster is Ready, such as ingress,
+// are when up returns). It asks every 200 ms for up to k.Timeout; the
+// error says which addon was not healthy then.
+func (k Kubernix) AddonsHealthy(ctx context.Context, begin time.Time) (float64, error) {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, k.Timeout, true, func(ctx context.Context) (bool, error) {
+		out, _, err := k.run(ctx, append([]string{"status", "-o", "json"}, k.cluster()...)...)
+		if err != nil && len(out) == 0 {
+			last = err
+			return false, nil
+		}
+		var st struct {
+			Addons []struct {
+				Name       string `json:"name"`
+				Healthy    bool   `json:"healthy"`
+				Installing bool   `json:"installing"`
+			} `json:"addons"`
+		}
+		if err := json.Unmarshal(out, &st); err != nil {
+			return false, fmt.Errorf("kubernix status -o json: %w", err)
+		}
+		last = nil
+		for _, a := range st.Addons {
+			if !a.Healthy || a.Installing {
+				last = fmt.Errorf("addon %s not healthy yet", a.Name)
+			}
+		}
+		return st.Addons != nil && last == nil, nil
+	})
+	if err != nil {
+		return 0, errors.Join(err, last)
+	}
+	return time.Since(begin).Seconds(), nil
 }

@@ -49,6 +49,13 @@ type Addon struct {
 	Components []string
 	// Default addons are deployed unless --addons says otherwise.
 	Default bool
+	// AfterReady addons are deployed once the cluster is Ready, in the
+	// background, as k3s deploys traefik: up does not wait for them, so
+	// importing their images into the nodes, applying their CRDs and
+	// manifest and starting their pods cost the boot nothing; `kubernix
+	// status` says "installing" until their Deployment is Available.
+	// Only an addon with a manifest and a Deployment can be one.
+	AfterReady bool
 	// Serving, if set, is a serving certificate kubernix issues the
 	// addon from the cluster CA; nil for none.
 	Serving *Serving
@@ -103,9 +110,9 @@ var Table = []Addon{
 			APIService: "v1beta1.metrics.k8s.io"},
 	},
 	{
-		Name: Ingress, Help: "Ingress and Gateway API by traefik: IngressClass and GatewayClass traefik, Gateway kube-system/traefik, on a LoadBalancer IP",
+		Name: Ingress, Help: "Ingress and Gateway API by traefik: IngressClass and GatewayClass traefik, Gateway kube-system/traefik, on a LoadBalancer IP; deployed once the cluster is Ready",
 		Manifest: "ingress.yaml.tmpl", Images: []string{"traefik"}, CRDs: "gateway-api.yaml",
-		Deployment: "kube-system/traefik",
+		Deployment: "kube-system/traefik", Default: true, AfterReady: true,
 	},
 	{
 		Name: LoadBalancer, Help: "LoadBalancer Services get an IP of --loadbalancer-cidr, reachable from the host",

@@ -205,3 +205,4 @@ func (idleLive) NodeReady(context.Context, *node.Node, time.Time) error      { r
 func (idleLive) ImportImages(context.Context, *node.Node) error              { return nil }
 func (idleLive) SyncImagesFolder(context.Context, *node.Node) error          { return nil }
 func (idleLive) NodeFailed(*node.Node, error)                                {}
+func (idleLive) DeployAfterReady(components.Description, []string)           {}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 
@@ -53,13 +52,12 @@ func (c *Cluster) nodeFailed(nd *node.Node, reason error) {
 	}
 }
 
-// importBuiltins imports the built-in image tarballs, pinned. An image
-// already in the node's store from the same tarball (its config digest
-// recorded in LabelBuiltinID) is not imported again, so a warm up or a
-// containerd restart skips the work.
+// importBuiltins imports the built-in image tarballs the boot needs
+// (not those of bootSkips), pinned. An image already in the node's store
+// from the same tarball (its config digest recorded in LabelBuiltinID) is
+// not imported again, so a warm up or a containerd restart skips the
+// work.
 func (c *Cluster) importBuiltins(ctx context.Context, nd *node.Node) error {
-	target := c.containerdTarget(nd)
-	socket := target.Socket
 	tars, err := filepath.Glob(filepath.Join(c.Plan.ImagesDir, "*.tar"))
 	if err != nil {
 		return err
@@ -67,24 +65,38 @@ func (c *Cluster) importBuiltins(ctx context.Context, nd *node.Node) error {
 	if len(tars) == 0 {
 		return fmt.Errorf("no built-in images in %s: run `make images`", c.Plan.ImagesDir)
 	}
-	sort.Strings(tars)
-	unused := unusedBuiltins(c.Plan.Cfg)
-	tars = slices.DeleteFunc(tars, func(t string) bool { return unused[filepath.Base(t)] })
+	skip := bootSkips(addons.Table, c.Plan.Cfg)
+	var files []string
+	for _, t := range tars {
+		if !skip[filepath.Base(t)] {
+			files = append(files, filepath.Base(t))
+		}
+	}
+	return c.importBuiltinFiles(ctx, nd, files)
+}
+
+// importBuiltinFiles imports the built-in image tarballs named (file
+// names in the images dir), in name order, pinned, as importBuiltins
+// says. A missing tarball is an error.
+func (c *Cluster) importBuiltinFiles(ctx context.Context, nd *node.Node, files []string) error {
+	target := c.containerdTarget(nd)
+	files = slices.Sorted(slices.Values(files))
 	have := map[string]string{} // ref -> built-in ID label
-	present, err := containerd.List(ctx, socket)
+	present, err := containerd.List(ctx, target.Socket)
 	if err != nil {
 		return err
 	}
 	for _, img := range present {
 		have[img.Ref] = img.Labels[LabelBuiltinID]
 	}
-	for _, t := range tars {
+	for _, f := range files {
+		t := filepath.Join(c.Plan.ImagesDir, f)
 		info, err := images.Inspect(t)
 		if err == nil && len(info.Tags) > 0 && allHave(have, info.Tags, info.ID) {
 			c.Log.Debug("built-in image already imported", "file", t, "id", info.ID)
 			continue
 		}
-		labels := map[string]string{containerd.LabelPinned: "pinned", LabelSource: "builtin:" + filepath.Base(t)}
+		labels := map[string]string{containerd.LabelPinned: "pinned", LabelSource: "builtin:" + f}
 		if err == nil {
 			labels[LabelBuiltinID] = info.ID
 		}
@@ -99,29 +111,34 @@ func (c *Cluster) importBuiltins(ctx context.Context, nd *node.Node) error {
 	return nil
 }
 
-// unusedBuiltins names the tarballs (images.Builtin.FileName) of the
-// built-in images that only opt-in addons (not addons.Addon.Default) run,
-// none of them enabled in cfg: the nodes need not import them (traefik's,
-// without the ingress addon). The default addons' images are imported
-// even when cfg leaves those addons out: pods of the user's may run them
-// (busybox, agnhost), as kind's node image holds its images.
-func unusedBuiltins(cfg config.Config) map[string]bool {
-	unused := map[string]bool{}
-	for _, a := range addons.Table {
-		if !a.Default && !cfg.HasAddon(a.Name) {
+// bootSkips names the tarballs (images.Builtin.FileName) of the built-in
+// images the nodes need not import while the cluster boots, given the
+// addon table (addons.Table): those that
+// only opt-in addons (not addons.Addon.Default) run, none of them enabled
+// in cfg (traefik's, without the ingress addon), and those that only
+// after-Ready addons run (addons.Addon.AfterReady), which import them
+// themselves once the cluster is Ready (traefik's, with it). The other
+// default addons' images are imported even when cfg leaves those addons
+// out: pods of the user's may run them (busybox, agnhost), as kind's node
+// image holds its images.
+func bootSkips(table []addons.Addon, cfg config.Config) map[string]bool {
+	skip := map[string]bool{}
+	atBoot := func(a addons.Addon) bool { return !a.AfterReady && (a.Default || cfg.HasAddon(a.Name)) }
+	for _, a := range table {
+		if !atBoot(a) {
 			for _, name := range a.Images {
-				unused[images.Builtin{Name: name}.FileName()] = true
+				skip[images.Builtin{Name: name}.FileName()] = true
 			}
 		}
 	}
-	for _, a := range addons.Table {
-		if a.Default || cfg.HasAddon(a.Name) {
+	for _, a := range table {
+		if atBoot(a) {
 			for _, name := range a.Images {
-				delete(unused, images.Builtin{Name: name}.FileName())
+				delete(skip, images.Builtin{Name: name}.FileName())
 			}
 		}
 	}
-	return unused
+	return skip
 }
 
 // containerdTarget is how the supervisor reaches nd's containerd to import

@@ -13,6 +13,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/kubernix/kubernix/pkg/addons"
 	"github.com/kubernix/kubernix/pkg/config"
 	"github.com/kubernix/kubernix/pkg/plan/plantest"
 	corev1 "k8s.io/api/core/v1"
@@ -157,21 +158,36 @@ func TestDeleteStaleNodes(t *testing.T) {
 	}
 }
 
-// TestUnusedBuiltins: only the images of opt-in addons left out are
-// skipped; a default addon's images are imported even without it.
-func TestUnusedBuiltins(t *testing.T) {
+// TestBootSkips: the boot skips the images of opt-in addons left out and
+// of after-Ready addons (which import their own once the cluster is
+// Ready), but imports a default addon's even without it, and an image
+// that an addon of the boot shares with a skipped one.
+func TestBootSkips(t *testing.T) {
+	table := []addons.Addon{
+		{Name: "dns", Images: []string{"coredns"}, Default: true},
+		{Name: "opt", Images: []string{"optional", "busybox"}},
+		{Name: "later", Images: []string{"traefik", "busybox"}, Default: true, AfterReady: true},
+		{Name: "tools", Images: []string{"busybox"}, Default: true},
+	}
 	tests := []struct {
 		addons []string
 		want   []string
 	}{
-		{[]string{"coredns", "local-path-storage", "metrics-server", "loadbalancer", "registry"}, []string{"traefik.tar"}},
-		{nil, []string{"traefik.tar"}},
-		{[]string{"ingress", "loadbalancer"}, nil},
+		{[]string{"dns", "later", "tools"}, []string{"optional.tar", "traefik.tar"}},
+		{nil, []string{"optional.tar", "traefik.tar"}},
+		{[]string{"opt"}, []string{"traefik.tar"}},
+		{[]string{"later"}, []string{"optional.tar", "traefik.tar"}},
 	}
 	for _, tt := range tests {
-		got := slices.Sorted(maps.Keys(unusedBuiltins(config.Config{Addons: tt.addons})))
+		got := slices.Sorted(maps.Keys(bootSkips(table, config.Config{Addons: tt.addons})))
 		if !slices.Equal(got, tt.want) {
-			t.Errorf("addons %v: unused %v, want %v", tt.addons, got, tt.want)
+			t.Errorf("addons %v: skipped %v, want %v", tt.addons, got, tt.want)
+		}
+	}
+	// The real table: traefik's image, ingress's, is never imported at boot.
+	for _, cfgAddons := range [][]string{nil, {"ingress", "loadbalancer"}} {
+		if !bootSkips(addons.Table, config.Config{Addons: cfgAddons})["traefik.tar"] {
+			t.Errorf("addons %v: traefik.tar imported at boot", cfgAddons)
 		}
 	}
 }

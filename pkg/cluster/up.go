@@ -70,6 +70,9 @@ type Cluster struct {
 
 	mu     sync.Mutex
 	agents map[string][]boot.Stoppable // node name -> kubelet, kube-proxy
+	// after deploys the after-Ready addons once Up's boot is over
+	// (afterready.go).
+	after afterReady
 }
 
 // Up brings the cluster of a plan that Prepare checked up, and returns
@@ -117,6 +120,7 @@ func Up(ctx context.Context, pl *plan.Plan, log *slog.Logger, opts Options) (*Cl
 		c.progress("WARNING: %s\n", netpolOffWarning)
 		log.Warn(netpolOffWarning)
 	}
+	c.startAfterReady(ctx)
 	return c, nil
 }
 
@@ -277,6 +281,7 @@ func (c *Cluster) writeKubeconfigs() error {
 func (c *Cluster) Down(ctx context.Context) error {
 	var errs []error
 	begin := time.Now()
+	c.stopAfterReady()
 	c.stopImageWatcher()
 	if c.registry != nil {
 		errs = append(errs, c.registry.Stop(ctx))

@@ -250,7 +250,7 @@ func (s *supervised) record(update func(*Supervision)) {
 	update(&s.rec)
 	rec := s.rec
 	s.mu.Unlock()
-	if err := writeSupervision(s.p.Command.RunDir, rec); err != nil {
+	if err := WriteSupervision(s.p.Command.RunDir, rec); err != nil {
 		s.p.Log.Warn("recording supervision state", "component", s.p.ComponentName, "err", err)
 	}
 }

@@ -75,7 +75,12 @@ func ReadSupervision(runDir string) (Supervision, error) {
 	return s, json.Unmarshal(b, &s)
 }
 
-func writeSupervision(runDir string, s Supervision) error {
+// WriteSupervision records s as a component's Supervision in its run
+// directory runDir (made if missing), replacing the last record
+// atomically. The supervisor records the deployment of an addon it
+// deploys after the cluster is Ready the same way. Errors are the file
+// system's.
+func WriteSupervision(runDir string, s Supervision) error {
 	b, err := json.MarshalIndent(s, "", "  ")
 	if err != nil {
 		return err

@@ -371,6 +371,10 @@ func describeAddons(p *Plan) ([]Described, error) {
 		if err != nil {
 			return nil, err
 		}
+		if a.AfterReady {
+			out = append(out, describeAfterReady(a, manifest))
+			continue
+		}
 		apply := components.Description{Name: a.Name + ManifestSuffix, Scope: scope, Kind: components.KindTask,
 			Phase: boot.Addons, Needs: []string{apiserver.ReadyName}, Manifest: manifest,
 			Summary: "server-side apply the " + a.Name + " manifest (below)" + crdsSummary(a) + servingSummary(a.Serving)}
@@ -386,6 +390,26 @@ func describeAddons(p *Plan) ([]Described, error) {
 			}})
 	}
 	return out, nil
+}
+
+// describeAfterReady describes addon a, one deployed once the cluster
+// is Ready (addons.Addon.AfterReady), as a task of the Addons phase that
+// hands its deployment to the cluster and is done: importing its images,
+// applying its CRDs and manifest and waiting for its Deployment happen
+// in the background once up's boot is over.
+func describeAfterReady(a addons.Addon, manifest []byte) Described {
+	d := components.Description{Name: a.Name, Scope: config.ControlPlaneScope, Kind: components.KindTask,
+		Phase: boot.Addons, Needs: []string{apiserver.ReadyName}, Manifest: manifest, Available: a.Deployment,
+		Summary: "once the cluster is Ready, in the background (up does not wait): import the image(s) " +
+			strings.Join(a.Images, ", ") + " into every node, server-side apply the " + a.Name + " manifest (below)" +
+			crdsSummary(a) + servingSummary(a.Serving) + ", wait until Deployment " + a.Deployment + " is Available"}
+	images := a.Images
+	return Described{Description: d, live: func(l Live) components.Hooks {
+		return components.Hooks{Task: func(context.Context) error {
+			l.DeployAfterReady(d, images)
+			return nil
+		}}
+	}}
 }
 
 // addonParams are what the addons' manifests are rendered from.

@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
@@ -30,6 +31,7 @@ func TestCloudControllerGateways(t *testing.T) {
 		return ""
 	}
 	cfg := config.Default()
+	cfg.Addons = slices.DeleteFunc(slices.Clone(cfg.Addons), func(a string) bool { return a == addons.Ingress })
 	if got := args(cfg); strings.Contains(got, "--gateway-template") {
 		t.Errorf("without the ingress addon: %s", got)
 	}
@@ -43,7 +45,7 @@ func TestCloudControllerGateways(t *testing.T) {
 	}
 	found := false
 	for _, d := range ds {
-		if d.Name == addons.Ingress+plan.ManifestSuffix {
+		if d.Name == addons.Ingress {
 			found = true
 			if !strings.Contains(string(d.Manifest), "name: kubernix:cloud-controller") {
 				t.Error("the ingress manifest does not bind the cloud controller's identity")

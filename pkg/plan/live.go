@@ -19,6 +19,11 @@ type Live interface {
 	// ("namespace/name") is Available with its pods Ready since this up
 	// began.
 	WaitAvailable(ctx context.Context, deployment string) error
+	// DeployAfterReady has the cluster deploy addon task d (an
+	// addons.Addon.AfterReady addon's) once it is Ready, in the
+	// background: import the built-in images named into every node,
+	// apply d's manifest, wait for d.Available. It returns at once.
+	DeployAfterReady(d components.Description, images []string)
 	// MakeControllerAccounts creates the controllers' service accounts
 	// in kube-system.
 	MakeControllerAccounts(ctx context.Context) error

@@ -213,6 +213,15 @@ func DownRequestedFile(paths config.Paths) string {
 	return filepath.Join(paths.Run(SupervisorScope, ""), "down-requested")
 }
 
+// AfterReadyRunDir is where the supervisor records the deployment of
+// addon name, one it deploys once the cluster is Ready
+// (addons.Addon.AfterReady), as a components.Supervision: starting while
+// it deploys, running once deployed, failed with the error. `kubernix
+// status` reads it.
+func AfterReadyRunDir(paths config.Paths, name string) string {
+	return paths.Run(config.ControlPlaneScope, name)
+}
+
 // SupervisorScope and SupervisorName locate the supervisor's own run dir.
 const (
 	SupervisorScope = "supervisor"

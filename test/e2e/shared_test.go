@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -17,6 +18,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubernix/kubernix/pkg/cgroup"
 	"github.com/kubernix/kubernix/pkg/node"
@@ -150,8 +153,8 @@ const inotifyLedger = "/run/kubernix-e2e-inotify-instances"
 // own, which they remove at their end (sharedCluster). Made by the first
 // test that asks for it, brought down (with the leak check) when the last
 // of them ends (scheduler.acquireShared), or else by TestMain.
-// sharedAddons are the shared clusters' addons: the defaults and ingress
-// (TestIngress).
+// sharedAddons are the shared clusters' addons: the defaults, ingress
+// (TestIngress) among them.
 const sharedAddons = "coredns,local-path-storage,metrics-server,ingress,loadbalancer,registry"
 
 var sharedRoot = &shared{name: "kx-shared", cidr: "10.150.0.0/16", nodes: 2}
@@ -266,7 +269,48 @@ func (s *shared) start(binDir string) (*env, error) {
 		s.env = e // so close brings down what started
 		return e, fmt.Errorf("up: %w\n%s", err, out)
 	}
+	if err := waitAddonsHealthy(ctx, func(ctx context.Context) (string, error) {
+		return e.run(ctx, "status", "-o", "json")
+	}); err != nil {
+		s.env = e
+		return e, err
+	}
 	return e, nil
+}
+
+// waitAddonsHealthy waits until status (`kubernix status -o json` of a
+// cluster) reports every addon healthy, those deployed once the cluster
+// is Ready (ingress) included, so that the tests that share the cluster
+// find it whole. The error says which addon was not, and why.
+func waitAddonsHealthy(ctx context.Context, status func(context.Context) (string, error)) error {
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
+		out, _ := status(ctx) // exits 1 while unhealthy
+		var st struct {
+			Addons []struct {
+				Name       string `json:"name"`
+				Healthy    bool   `json:"healthy"`
+				Installing bool   `json:"installing"`
+				Error      string `json:"error"`
+			} `json:"addons"`
+		}
+		// The JSON, then what status says on stderr when unhealthy.
+		if err := json.NewDecoder(strings.NewReader(out[max(strings.Index(out, "{"), 0):])).Decode(&st); err != nil {
+			last = fmt.Errorf("status -o json: %w\n%s", err, out)
+			return false, nil
+		}
+		last = nil
+		for _, a := range st.Addons {
+			if !a.Healthy || a.Installing {
+				last = fmt.Errorf("addon %s not healthy (installing %v) %s", a.Name, a.Installing, a.Error)
+			}
+		}
+		return st.Addons != nil && last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("addons of the shared cluster: %w", errors.Join(err, last))
+	}
+	return nil
 }
 
 // run runs kubernix verb with the cluster's flags, without a test.

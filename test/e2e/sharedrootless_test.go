@@ -172,7 +172,10 @@ func (s *sharedRL) start(binDir string) (err error) {
 		log, _ := os.ReadFile(filepath.Join(s.rc.state, "logs", "supervisor", "supervisor.log"))
 		return fmt.Errorf("up --detach as %s exited %d:\n%s\nsupervisor log:\n%s", u.name, code, out, log)
 	}
-	return nil
+	return waitAddonsHealthy(ctx, func(ctx context.Context) (string, error) {
+		out, _ := u.kubernix(ctx, "status", "-o", "json", "--name", s.name)
+		return out, nil
+	})
 }
 
 // close brings the cluster down if it was started, checks that nothing

@@ -68,7 +68,8 @@ type Status struct {
 	Addons []Addon `json:"addons"`
 	// Healthy is true when the record is not Damaged, the supervisor and every component run, no node
 	// failed, the apiserver answers, every Node is Ready and every addon
-	// healthy. `kubernix status` exits 1 when it is false.
+	// healthy or still installing (Addon.Installing). `kubernix status`
+	// exits 1 when it is false.
 	Healthy bool `json:"healthy"`
 }
 
@@ -170,6 +171,13 @@ type Addon struct {
 	Deployment *Deployment `json:"deployment,omitempty"`
 	// Processes are its processes run by the supervisor, if any.
 	Processes []AddonProcess `json:"processes,omitempty"`
+	// Installing is true while the supervisor deploys it, for an addon
+	// deployed once the cluster is Ready (addons.Addon.AfterReady, e.g.
+	// ingress): such an addon does not make the cluster unhealthy yet.
+	Installing bool `json:"installing,omitempty"`
+	// Error is why the supervisor failed to deploy such an addon; ""
+	// when it did not fail.
+	Error string `json:"error,omitempty"`
 }
 
 // Deployment is the readiness of an addon's Deployment.
@@ -324,10 +332,19 @@ func (c Component) lastFailure() string {
 // they could not be read) and whether each of its processes runs.
 func (a Addon) health() string {
 	var parts []string
+	if a.Installing {
+		parts = append(parts, "installing (deployed once the cluster is Ready)")
+	}
+	if a.Error != "" {
+		parts = append(parts, "failed: "+a.Error)
+	}
 	if d := a.Deployment; d != nil {
-		if d.Error != "" {
+		switch {
+		case d.Error != "" && a.Installing:
+			// Not applied yet, as a rule: nothing to report.
+		case d.Error != "":
 			parts = append(parts, d.Error)
-		} else {
+		default:
 			parts = append(parts, fmt.Sprintf("%d/%d ready", d.ReadyReplicas, d.Replicas))
 		}
 	}

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -38,7 +39,8 @@ func inUTC(t *testing.T) {
 // statusCases are the Status values the goldens show: a healthy cluster,
 // one whose supervisor was killed, one whose apiserver does not answer,
 // a healthy one whose nodes publish ports, a running one whose record is
-// damaged, and a healthy dual-stack one that is ephemeral.
+// damaged, a healthy dual-stack one that is ephemeral, and a healthy one
+// whose ingress addon is still being deployed after Ready.
 func statusCases() map[string]Status {
 	now := time.Date(2026, 12, 1, 20, 0, 0, 0, time.UTC)
 	started := now.Add(-time.Hour)
@@ -79,8 +81,13 @@ func statusCases() map[string]Status {
 	}
 	unhealthyAddon := healthy
 	unhealthyAddon.Addons = []Addon{{Name: "coredns", Deployment: &Deployment{Name: "kube-system/coredns", Error: `deployments.apps "coredns" not found`}},
-		{Name: "registry", Processes: []AddonProcess{{ID: "registry", Running: false}}}}
+		{Name: "registry", Processes: []AddonProcess{{ID: "registry", Running: false}}},
+		{Name: "ingress", Deployment: &Deployment{Name: "kube-system/traefik", Replicas: 1},
+			Error: "deploy addon ingress after the cluster was Ready: context deadline exceeded"}}
 	unhealthyAddon.Healthy = false
+	installing := healthy
+	installing.Addons = append(slices.Clone(healthy.Addons), Addon{Name: "ingress", Installing: true,
+		Deployment: &Deployment{Name: "kube-system/traefik", Error: `deployments.apps "traefik" not found`}})
 	ports := healthy
 	ports.Ports = []plan.Published{{Listen: "127.0.0.1:8080", Protocol: "TCP", Node: "kx-node-0", NodePort: 30080},
 		{Listen: "0.0.0.0:5353", Protocol: "UDP", Node: "kx-node-0", NodePort: 53}}
@@ -99,7 +106,8 @@ func statusCases() map[string]Status {
 		APIServer: APIServer{Running: true, Error: "the cluster's record is damaged"},
 	}
 	return map[string]Status{"healthy": healthy, "supervisor-killed": down, "apiserver-not-answering": notAnswering,
-		"addons-unhealthy": unhealthyAddon, "ports": ports, "damaged": damaged, "dual-stack": dual}
+		"addons-unhealthy": unhealthyAddon, "ports": ports, "damaged": damaged, "dual-stack": dual,
+		"addon-installing": installing}
 }
 
 // TestStatusOutput renders each Status as a table and as JSON (goldens),

@@ -177,7 +177,7 @@ func (s Status) healthy() bool {
 		ok = ok && n.Ready == string(corev1.ConditionTrue)
 	}
 	for _, a := range s.Addons {
-		ok = ok && a.Healthy
+		ok = ok && (a.Healthy || a.Installing)
 	}
 	return ok
 }
@@ -267,6 +267,9 @@ func addonStatus(ctx context.Context, client kubernetes.Interface, cfg config.Co
 			st.Deployment = deploymentStatus(ctx, client, a.Deployment)
 			st.Healthy = st.Deployment.ReadyReplicas > 0
 		}
+		if a.AfterReady && !st.Healthy {
+			st.Installing, st.Error = afterReadyState(cfg.Paths(), a.Name)
+		}
 		for _, d := range components.Processes(ds) {
 			if slices.Contains(a.Components, d.Name) {
 				_, running := process.Running(d.Command.RunDir)
@@ -277,6 +280,24 @@ func addonStatus(ctx context.Context, client kubernetes.Interface, cfg config.Co
 		out = append(out, st)
 	}
 	return out
+}
+
+// afterReadyState is how the supervisor's deployment of after-Ready addon
+// name (addons.Addon.AfterReady) stands, as it recorded it
+// (state.AfterReadyRunDir): installing while it deploys it, or why it
+// failed. Without a record (an older kubernix's cluster) it is neither.
+func afterReadyState(p config.Paths, name string) (installing bool, failure string) {
+	rec, err := components.ReadSupervision(state.AfterReadyRunDir(p, name))
+	if err != nil {
+		return false, ""
+	}
+	switch rec.State {
+	case components.StateStarting:
+		return true, ""
+	case components.StateFailed:
+		return false, rec.LastFailure
+	}
+	return false, ""
 }
 
 // deploymentStatus reads the ready replicas of the Deployment

@@ -201,3 +201,34 @@ func TestCollectDamaged(t *testing.T) {
 		t.Errorf("apiserver %+v: want running, not asked", st.APIServer)
 	}
 }
+
+// TestAfterReadyState: an after-Ready addon's deployment, as the
+// supervisor records it, is installing while it starts, failed with its
+// error, and neither once deployed or without a record.
+func TestAfterReadyState(t *testing.T) {
+	tests := []struct {
+		name           string
+		record         *components.Supervision
+		wantInstalling bool
+		wantFailure    string
+	}{
+		{"no record", nil, false, ""},
+		{"deploying", &components.Supervision{State: components.StateStarting}, true, ""},
+		{"deployed", &components.Supervision{State: components.StateRunning}, false, ""},
+		{"failed", &components.Supervision{State: components.StateFailed, LastFailure: "boom"}, false, "boom"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := config.Paths{State: t.TempDir()}
+			if tt.record != nil {
+				if err := components.WriteSupervision(state.AfterReadyRunDir(p, "ingress"), *tt.record); err != nil {
+					t.Fatal(err)
+				}
+			}
+			installing, failure := afterReadyState(p, "ingress")
+			if installing != tt.wantInstalling || failure != tt.wantFailure {
+				t.Errorf("afterReadyState = %v, %q; want %v, %q", installing, failure, tt.wantInstalling, tt.wantFailure)
+			}
+		})
+	}
+}
