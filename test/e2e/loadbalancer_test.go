@@ -171,6 +171,25 @@ func (e *env) waitIngress(ctx context.Context, name, ip string) {
 	})
 }
 
+// assignedIngress waits until Service name has one LoadBalancer IP and
+// returns it; t fails when it is not an address of pool.
+func (e *env) assignedIngress(ctx context.Context, name string, pool netip.Prefix) string {
+	e.t.Helper()
+	var ip netip.Addr
+	eventually(e.t, 60*time.Second, "Service "+name+" gets a LoadBalancer IP", func() error {
+		out, err := e.kubectl(ctx, "get", "service", name, "-o", "jsonpath={.status.loadBalancer.ingress[*].ip}")
+		if err != nil {
+			return err
+		}
+		ip, err = netip.ParseAddr(strings.TrimSpace(out))
+		return err
+	})
+	if !pool.Contains(ip) {
+		e.t.Errorf("Service %s has LoadBalancer IP %s, not one of the pool %s", name, ip, pool)
+	}
+	return ip.String()
+}
+
 // TestLoadBalancerPoolRefused runs `up` with a LoadBalancer pool that
 // overlaps the node, service or pod CIDR or lies outside --cidr: each exits
 // 2 naming --loadbalancer-cidr, and nothing is created (no process, link,
