@@ -32,6 +32,26 @@ func TestMultiNode(t *testing.T) {
 	e.downOnCleanup()
 	t.Logf("up:\n%s", e.mustKubernix(ctx, "up", "--detach"))
 
+	t.Run("ingress on by default, deployed once the cluster is Ready", func(t *testing.T) {
+		if err := waitAddonsHealthy(ctx, func(ctx context.Context) (string, error) {
+			out, _ := e.kubernix(ctx, "status", "-o", "json")
+			return out, nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if out, code := e.kubernix(ctx, "status"); code != 0 || !strings.Contains(out, "addon ingress: 1/1 ready") {
+			t.Errorf("status exited %d, want 0 and addon ingress ready:\n%s", code, out)
+		}
+		log, err := os.ReadFile(filepath.Join(e.stateDir, "logs", "supervisor", "supervisor.log"))
+		if err != nil || !strings.Contains(string(log), `msg="addon deployed after the cluster was Ready" addon=ingress`) {
+			t.Errorf("the supervisor's log does not say it deployed ingress after Ready (%v)", err)
+		}
+		e.mustKubectl(ctx, "wait", "--for=condition=Programmed", "-n", "kube-system", "gateway/traefik", "--timeout=60s")
+		if out := e.mustKubectl(ctx, "get", "ingressclass", "traefik", "-o", `jsonpath={.metadata.annotations.ingressclass\.kubernetes\.io/is-default-class}`); out != "true" {
+			t.Errorf("IngressClass traefik is-default-class = %q, want true", out)
+		}
+	})
+
 	t.Run("3 Ready nodes with their own IP and pod CIDR", func(t *testing.T) {
 		out := e.mustKubectl(ctx, "get", "nodes", "-o", `jsonpath={range .items[*]}{.metadata.name} {.status.conditions[?(@.type=="Ready")].status} {.status.addresses[?(@.type=="InternalIP")].address} {.spec.podCIDR}{"\n"}{end}`)
 		lines := strings.Split(strings.TrimSpace(out), "\n")

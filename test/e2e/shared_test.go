@@ -280,8 +280,9 @@ func (s *shared) start(binDir string) (*env, error) {
 
 // waitAddonsHealthy waits until status (`kubernix status -o json` of a
 // cluster) reports every addon healthy, those deployed once the cluster
-// is Ready (ingress) included, so that the tests that share the cluster
-// find it whole. The error says which addon was not, and why.
+// is Ready (ingress) included: so that the tests that share a cluster
+// find it whole, or to check that the cluster is. The error says which
+// addon was not, and why.
 func waitAddonsHealthy(ctx context.Context, status func(context.Context) (string, error)) error {
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -308,7 +309,7 @@ func waitAddonsHealthy(ctx context.Context, status func(context.Context) (string
 		return st.Addons != nil && last == nil, nil
 	})
 	if err != nil {
-		return fmt.Errorf("addons of the shared cluster: %w", errors.Join(err, last))
+		return fmt.Errorf("addons: %w", errors.Join(err, last))
 	}
 	return nil
 }
