@@ -10,6 +10,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/kubernix/kubernix/pkg/cli/status"
 	"github.com/kubernix/kubernix/pkg/images"
 )
 
@@ -124,23 +125,12 @@ func (k Kubernix) AddonsHealthy(ctx context.Context, begin time.Time) (float64, 
 			last = err
 			return false, nil
 		}
-		var st struct {
-			Addons []struct {
-				Name       string `json:"name"`
-				Healthy    bool   `json:"healthy"`
-				Installing bool   `json:"installing"`
-			} `json:"addons"`
-		}
+		var st status.Status
 		if err := json.Unmarshal(out, &st); err != nil {
 			return false, fmt.Errorf("kubernix status -o json: %w", err)
 		}
-		last = nil
-		for _, a := range st.Addons {
-			if !a.Healthy || a.Installing {
-				last = fmt.Errorf("addon %s not healthy yet", a.Name)
-			}
-		}
-		return st.Addons != nil && last == nil, nil
+		last = st.AddonsReady()
+		return last == nil, nil
 	})
 	if err != nil {
 		return 0, errors.Join(err, last)

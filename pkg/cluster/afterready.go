@@ -30,9 +30,9 @@ type afterReadyAddon struct {
 	images []string // pkg/images names of its built-in images
 }
 
-// AfterReadyTimeout bounds one after-Ready addon's deployment, from the
+// afterReadyTimeout bounds one after-Ready addon's deployment, from the
 // import of its images to its Deployment Available.
-const AfterReadyTimeout = 5 * time.Minute
+const afterReadyTimeout = 5 * time.Minute
 
 func (l liveCluster) DeployAfterReady(d components.Description, images []string) {
 	l.c.after.mu.Lock()
@@ -71,7 +71,7 @@ func (c *Cluster) startAfterReady(ctx context.Context) {
 // the outcome.
 func (c *Cluster) deployAfterReady(ctx context.Context, a afterReadyAddon) {
 	begin := time.Now()
-	ctx, cancel := context.WithTimeout(ctx, AfterReadyTimeout)
+	ctx, cancel := context.WithTimeout(ctx, afterReadyTimeout)
 	defer cancel()
 	err := c.importNamed(ctx, a.images)
 	if err == nil {

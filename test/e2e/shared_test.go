@@ -22,6 +22,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/kubernix/kubernix/pkg/cgroup"
+	"github.com/kubernix/kubernix/pkg/cli/status"
 	"github.com/kubernix/kubernix/pkg/node"
 	"github.com/kubernix/kubernix/pkg/sysctl"
 )
@@ -278,35 +279,23 @@ func (s *shared) start(binDir string) (*env, error) {
 	return e, nil
 }
 
-// waitAddonsHealthy waits until status (`kubernix status -o json` of a
+// waitAddonsHealthy waits until statusJSON (`kubernix status -o json` of a
 // cluster) reports every addon healthy, those deployed once the cluster
 // is Ready (ingress) included: so that the tests that share a cluster
 // find it whole, or to check that the cluster is. The error says which
 // addon was not, and why.
-func waitAddonsHealthy(ctx context.Context, status func(context.Context) (string, error)) error {
+func waitAddonsHealthy(ctx context.Context, statusJSON func(context.Context) (string, error)) error {
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 4*time.Minute, true, func(ctx context.Context) (bool, error) {
-		out, _ := status(ctx) // exits 1 while unhealthy
-		var st struct {
-			Addons []struct {
-				Name       string `json:"name"`
-				Healthy    bool   `json:"healthy"`
-				Installing bool   `json:"installing"`
-				Error      string `json:"error"`
-			} `json:"addons"`
-		}
+		out, _ := statusJSON(ctx) // exits 1 while unhealthy
+		var st status.Status
 		// The JSON, then what status says on stderr when unhealthy.
 		if err := json.NewDecoder(strings.NewReader(out[max(strings.Index(out, "{"), 0):])).Decode(&st); err != nil {
 			last = fmt.Errorf("status -o json: %w\n%s", err, out)
 			return false, nil
 		}
-		last = nil
-		for _, a := range st.Addons {
-			if !a.Healthy || a.Installing {
-				last = fmt.Errorf("addon %s not healthy (installing %v) %s", a.Name, a.Installing, a.Error)
-			}
-		}
-		return st.Addons != nil && last == nil, nil
+		last = st.AddonsReady()
+		return last == nil, nil
 	})
 	if err != nil {
 		return fmt.Errorf("addons: %w", errors.Join(err, last))

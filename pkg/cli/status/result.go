@@ -1,6 +1,7 @@
 package status
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -326,6 +327,23 @@ func (c Component) lastFailure() string {
 		at = *c.LastFailureAt
 	}
 	return fmt.Sprintf("%s: %s", at.Local().Format(time.TimeOnly), first)
+}
+
+// AddonsReady returns nil when s lists addons (the apiserver answered)
+// and every one is healthy and none is still being deployed after Ready
+// (Addon.Installing); else an error naming the first that is not, and
+// how it stands. Scripts and tests that need every addon, the after-Ready
+// ones included, poll `kubernix status -o json` for it.
+func (s Status) AddonsReady() error {
+	if s.Addons == nil {
+		return errors.New("no addons listed: the apiserver does not answer")
+	}
+	for _, a := range s.Addons {
+		if !a.Healthy || a.Installing {
+			return fmt.Errorf("addon %s: %s", a.Name, a.health())
+		}
+	}
+	return nil
 }
 
 // health words an addon's health: its Deployment's ready replicas (or why

@@ -193,3 +193,29 @@ func TestCheckOutputBeforeWork(t *testing.T) {
 		t.Errorf("status -o xml: %v (exit %d), want exit 2 naming --output", err, common.ExitCode(err))
 	}
 }
+
+// TestAddonsReady: every addon healthy and none installing is ready; an
+// installing or unhealthy addon, or no list at all, is not, named.
+func TestAddonsReady(t *testing.T) {
+	healthy := Addon{Name: "coredns", Healthy: true}
+	tests := []struct {
+		name   string
+		addons []Addon
+		want   string // "" for nil, else a substring of the error
+	}{
+		{"apiserver not answering", nil, "no addons listed"},
+		{"none enabled", []Addon{}, ""},
+		{"all healthy", []Addon{healthy, {Name: "registry", Healthy: true}}, ""},
+		{"installing", []Addon{healthy, {Name: "ingress", Installing: true}}, "addon ingress: installing"},
+		{"unhealthy", []Addon{{Name: "coredns", Deployment: &Deployment{Name: "kube-system/coredns", Replicas: 1}}}, "addon coredns: 0/1 ready"},
+		{"failed after Ready", []Addon{healthy, {Name: "ingress", Error: "boom"}}, "addon ingress: failed: boom"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := Status{Addons: tt.addons}.AddonsReady()
+			if (err == nil) != (tt.want == "") || (err != nil && !strings.Contains(err.Error(), tt.want)) {
+				t.Errorf("AddonsReady() = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
