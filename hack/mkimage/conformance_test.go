@@ -30,7 +30,7 @@ var conformanceIDs = []string{
 
 func TestConformanceImagesMatchManifest(t *testing.T) {
 	t.Chdir("../..") // kubernetesDir runs the go command in bundle/
-	dir, err := kubernetesDir(context.Background())
+	dir, err := kubernetesDir(context.Background(), false)
 	if err != nil {
 		t.Skipf("the k8s.io/kubernetes module source is not in the module cache (run `make bins` first): %v", err)
 	}
@@ -318,7 +318,7 @@ func TestRunSets(t *testing.T) {
 		{name: "conformance name in the builtin set", args: []string{"nautilus"}, wantErr: "unknown image nautilus; known: pause, coredns"},
 	}
 	t.Chdir("../..")
-	if _, err := kubernetesDir(context.Background()); err != nil {
+	if _, err := kubernetesDir(context.Background(), false); err != nil {
 		t.Skipf("the k8s.io/kubernetes module source is not in the module cache (run `make bins` first): %v", err)
 	}
 	for _, tt := range tests {

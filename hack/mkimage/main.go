@@ -32,6 +32,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -108,7 +109,7 @@ func run(ctx context.Context, stdout, stderr io.Writer, args []string) error {
 		selected = append(selected, retagged...)
 	}
 	if o.k8sDir == "" {
-		if o.k8sDir, err = kubernetesDir(ctx); err != nil {
+		if o.k8sDir, err = kubernetesDir(ctx, true); err != nil {
 			return err
 		}
 	}
@@ -137,15 +138,38 @@ func usage(fs *flag.FlagSet) {
 }
 
 // kubernetesDir returns the directory of the pinned Kubernetes module's
-// source tree, as the bundle module (./bundle) resolves it.
-func kubernetesDir(ctx context.Context) (string, error) {
-	cmd := exec.CommandContext(ctx, "go", "list", "-m", "-f", "{{.Dir}}", images.KubernetesModule)
+// source tree in Go's module cache, as the bundle module (./bundle)
+// resolves it. With fetch, the go command downloads the module into the
+// cache first if it is not there (`go mod download`); without, a module
+// whose source is not in the cache is an error, which tests take as a
+// reason to skip.
+func kubernetesDir(ctx context.Context, fetch bool) (string, error) {
+	args := []string{"list", "-m", "-json", images.KubernetesModule}
+	if fetch {
+		args = []string{"mod", "download", "-json", images.KubernetesModule}
+	}
+	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = "bundle"
 	out, err := output(cmd)
 	if err != nil {
 		return "", fmt.Errorf("find the Kubernetes module: %w; or pass -kubernetes-dir", err)
 	}
-	return strings.TrimSpace(string(out)), nil
+	return moduleDir(out)
+}
+
+// moduleDir is the source directory in the JSON that `go list -m -json`
+// or `go mod download -json` printed for one module. The go command
+// leaves Dir out when the module's source is not in the module cache
+// (only its go.mod is): that is an error naming the module and the cache.
+func moduleDir(goJSON []byte) (string, error) {
+	var m struct{ Path, Version, Dir string }
+	if err := json.Unmarshal(goJSON, &m); err != nil {
+		return "", fmt.Errorf("read the go command's module JSON: %w", err)
+	}
+	if m.Dir == "" {
+		return "", fmt.Errorf("the source of %s %s is not in the module cache (GOMODCACHE): run `go mod download %s` in bundle/, or pass -kubernetes-dir", m.Path, m.Version, m.Path)
+	}
+	return m.Dir, nil
 }
 
 // makeImage builds one image unless it is up to date, and prints its line.

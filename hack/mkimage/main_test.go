@@ -159,3 +159,28 @@ func TestRetag(t *testing.T) {
 		t.Error("retag of a reference that does not parse: no error")
 	}
 }
+
+func TestModuleDir(t *testing.T) {
+	tests := []struct {
+		name, json, want, wantErr string
+	}{
+		{name: "source in the cache", json: `{"Path":"k8s.io/kubernetes","Version":"v1.37.2","Dir":"/mod/k8s.io/kubernetes@v1.37.2"}`, want: "/mod/k8s.io/kubernetes@v1.37.2"},
+		{name: "only go.mod in the cache", json: `{"Path":"k8s.io/kubernetes","Version":"v1.37.2","GoMod":"/mod/cache/download/k8s.io/kubernetes/@v/v1.37.2.mod"}`,
+			wantErr: "the source of k8s.io/kubernetes v1.37.2 is not in the module cache (GOMODCACHE): run `go mod download k8s.io/kubernetes` in bundle/, or pass -kubernetes-dir"},
+		{name: "not JSON", json: "/mod/k8s.io/kubernetes@v1.37.2\n", wantErr: "read the go command's module JSON"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := moduleDir([]byte(tt.json))
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("moduleDir = %q, %v; want an error containing %q", got, err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil || got != tt.want {
+				t.Fatalf("moduleDir = %q, %v; want %q", got, err, tt.want)
+			}
+		})
+	}
+}
