@@ -216,6 +216,7 @@ func (b *bench) runOnce(ctx context.Context, nodes, index int, v variant) (r Run
 		b.teardown(ctx, &r)
 	}()
 
+	busyBefore, busyErr := MachineBusySeconds()
 	begin := time.Now()
 	d, upChildren, err := k.Up(ctx, nodes)
 	upFailed = err != nil
@@ -225,6 +226,11 @@ func (b *bench) runOnce(ctx context.Context, nodes, index int, v variant) (r Run
 		r.UpError = err.Error()
 		r.fail("up: %v", err)
 		return r
+	}
+	if busyErr != nil {
+		r.fail("read /proc/stat: %v", busyErr)
+	} else {
+		b.measureBootCPU(&r, busyBefore)
 	}
 	b.checkUp(ctx, &r, begin, upReturned)
 	measureTimeToK8s(ctx, k, &r, begin)
@@ -297,6 +303,30 @@ func (b *bench) checkUp(ctx context.Context, r *Run, begin, upReturned time.Time
 	} else {
 		b.analyse(r, t, begin, upReturned)
 	}
+}
+
+// measureBootCPU samples, right after up returned, the CPU time its boot
+// used into r.BootCPU: the machine's busy time since busyBefore
+// (MachineBusySeconds just before up) and the cluster's processes'.
+func (b *bench) measureBootCPU(r *Run, busyBefore float64) {
+	busy, err := MachineBusySeconds()
+	if err != nil {
+		r.fail("read /proc/stat: %v", err)
+		return
+	}
+	procs, err := SampleCPU(b.k.Layout, r.Nodes, Executor(b.k.Layout), b.opts.networkPolicy)
+	if err != nil {
+		r.fail("sample CPU: %v", err)
+		return
+	}
+	c := &BootCPU{MachineSeconds: busy - busyBefore, Processes: procs}
+	if cores := b.report.Machine.Cores; cores > 0 && r.UpSeconds > 0 {
+		c.Busy = c.MachineSeconds / (float64(cores) * r.UpSeconds)
+	}
+	for _, p := range procs {
+		c.ClusterSeconds += p.Seconds
+	}
+	r.BootCPU = c
 }
 
 // measureTimeToK8s runs the time-to-k8s flow (Kubernix.TimeToK8s) on the

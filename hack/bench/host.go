@@ -47,41 +47,38 @@ var controlPlane = []string{"etcd", "kube-apiserver", "kube-controller-manager",
 // network_policy is on.
 var nodeComponents = []string{"sandbox", "containerd", "kubelet", "kube-proxy", netpolagent.Name}
 
-// SampleMemory reads the VmRSS and PSS of the supervisor, the control
-// plane and, for each of the nodes, its sandbox holder, containerd, shims
-// (summed), kubelet, kube-proxy, NetworkPolicy agent and pod processes
-// (summed). Processes are found by their pidfiles (checked against
-// run.json's start time), shims by their `-address <node's containerd
-// socket>` argument, pod processes in the node's cgroups. A component
-// expected to run but not found is listed in Missing; the sandbox is
-// expected only when the executor is "container", the agent only when
-// netpol is true.
-func SampleMemory(l Layout, nodes int, executor string, netpol bool) (*Memory, error) {
-	m := &Memory{}
+// procGroup is the processes of one component kind in one scope
+// ("supervisor", "control-plane" or a node's name): a recorded
+// component's process, or a node's shims or pod processes.
+type procGroup struct {
+	Scope, Component string
+	PIDs             []int
+}
+
+// clusterProcesses finds the processes of the cluster l of nodes: the
+// supervisor, the control plane and, for each of the nodes, its sandbox
+// holder, containerd, shims, kubelet, kube-proxy, NetworkPolicy agent and
+// pod processes. Recorded components are found by their pidfiles
+// (checked against run.json's start time), shims by their `-address
+// <node's containerd socket>` argument, pod processes in the node's
+// cgroups (those not found before). missing lists, as "scope/component",
+// the components expected to run that had no live process: the sandbox
+// is expected only when executor is "container", the agent only when
+// netpol is true. The error is one of listing processes or cgroups.
+func clusterProcesses(l Layout, nodes int, executor string, netpol bool) (groups []procGroup, missing []string, err error) {
 	p := l.paths()
 	known := map[int]bool{}
 	add := func(scope, comp string, pids []int) {
-		pr := ProcRSS{Scope: scope, Component: comp, PIDs: pids}
 		for _, pid := range pids {
 			known[pid] = true
-			rss, err := vmRSS(pid)
-			if err != nil {
-				continue // exited in between
-			}
-			pr.RSSBytes += rss
-			if pss, err := pssOf(pid); err == nil {
-				pr.PSSBytes += pss
-			}
 		}
-		m.Processes = append(m.Processes, pr)
-		m.TotalBytes += pr.RSSBytes
-		m.TotalPSSBytes += pr.PSSBytes
+		groups = append(groups, procGroup{Scope: scope, Component: comp, PIDs: pids})
 	}
 	recorded := func(scope, comp, as string, expected bool) {
 		if pid, ok := process.Running(p.Run(scope, comp)); ok {
 			add(scope, as, []int{pid})
 		} else if expected {
-			m.Missing = append(m.Missing, scope+"/"+comp)
+			missing = append(missing, scope+"/"+comp)
 		}
 	}
 	recorded("supervisor", "kubernix", "supervisor", true)
@@ -95,7 +92,7 @@ func SampleMemory(l Layout, nodes int, executor string, netpol bool) (*Memory, e
 		}
 		shims, err := process.WithArgs("-address", p.Node(nd).ContainerdSocket())
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		add(nd, "shims", shims)
 	}
@@ -104,7 +101,7 @@ func SampleMemory(l Layout, nodes int, executor string, netpol bool) (*Memory, e
 		nd := l.NodeName(i)
 		pids, err := cgroup.PIDs("/kubernix/" + nd)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		var pods []int
 		for _, pid := range pids {
@@ -114,7 +111,86 @@ func SampleMemory(l Layout, nodes int, executor string, netpol bool) (*Memory, e
 		}
 		add(nd, "pods", pods)
 	}
+	return groups, missing, nil
+}
+
+// SampleMemory reads the VmRSS and PSS of the cluster's processes
+// (clusterProcesses), summed per group; the components expected but not
+// running are in Memory.Missing.
+func SampleMemory(l Layout, nodes int, executor string, netpol bool) (*Memory, error) {
+	groups, missing, err := clusterProcesses(l, nodes, executor, netpol)
+	if err != nil {
+		return nil, err
+	}
+	m := &Memory{Missing: missing}
+	for _, g := range groups {
+		pr := ProcRSS{Scope: g.Scope, Component: g.Component, PIDs: g.PIDs}
+		for _, pid := range g.PIDs {
+			rss, err := vmRSS(pid)
+			if err != nil {
+				continue // exited in between
+			}
+			pr.RSSBytes += rss
+			if pss, err := pssOf(pid); err == nil {
+				pr.PSSBytes += pss
+			}
+		}
+		m.Processes = append(m.Processes, pr)
+		m.TotalBytes += pr.RSSBytes
+		m.TotalPSSBytes += pr.PSSBytes
+	}
 	return m, nil
+}
+
+// userHZ is the unit of the times in /proc/<pid>/stat: USER_HZ, 100 on
+// Linux, which procfs's ProcStat.CPUTime assumes too.
+const userHZ = 100
+
+// SampleCPU reads the CPU time the cluster's processes (clusterProcesses)
+// used since they started: user and system time, with that of the
+// children each reaped (the supervisor's nft, iptables and nsenter runs,
+// a shim's runc), in seconds, summed per group, from /proc/<pid>/stat
+// (parsed by prometheus/procfs). A process that exited in between counts
+// 0. The error is clusterProcesses's.
+func SampleCPU(l Layout, nodes int, executor string, netpol bool) ([]ProcCPU, error) {
+	groups, _, err := clusterProcesses(l, nodes, executor, netpol)
+	if err != nil {
+		return nil, err
+	}
+	var out []ProcCPU
+	for _, g := range groups {
+		pc := ProcCPU{Scope: g.Scope, Component: g.Component, PIDs: g.PIDs}
+		for _, pid := range g.PIDs {
+			p, err := procfs.NewProc(pid)
+			if err != nil {
+				continue
+			}
+			st, err := p.Stat()
+			if err != nil {
+				continue
+			}
+			pc.Seconds += st.CPUTime() + float64(st.CUTime+st.CSTime)/userHZ
+		}
+		out = append(out, pc)
+	}
+	return out, nil
+}
+
+// MachineBusySeconds is the time all the cores of this machine have spent
+// busy since it booted, in seconds: user, nice, system, irq, softirq and
+// steal of /proc/stat's cpu line (parsed by prometheus/procfs); idle and
+// iowait are not busy.
+func MachineBusySeconds() (float64, error) {
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		return 0, err
+	}
+	st, err := fs.Stat()
+	if err != nil {
+		return 0, err
+	}
+	c := st.CPUTotal
+	return c.User + c.Nice + c.System + c.IRQ + c.SoftIRQ + c.Steal, nil
 }
 
 // nodeComponentExpected reports whether node component c runs with

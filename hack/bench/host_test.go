@@ -61,8 +61,8 @@ func TestChildrenAndStop(t *testing.T) {
 }
 
 // TestRecordedProcesses records the test process itself as a cluster's
-// etcd: Leftovers must report it, SampleMemory must measure it and list
-// the components that do not run.
+// etcd: Leftovers must report it, SampleMemory and SampleCPU must measure
+// it and SampleMemory list the components that do not run.
 func TestRecordedProcesses(t *testing.T) {
 	l := Layout{Name: "bench-unit-test", StateDir: t.TempDir()}
 	if err := process.RecordSelf(l.paths().Run(config.ControlPlaneScope, "etcd"), "etcd", config.ControlPlaneScope); err != nil {
@@ -91,5 +91,43 @@ func TestRecordedProcesses(t *testing.T) {
 		"bench-unit-test-node-0/netpol-agent"}
 	if !slices.Equal(m.Missing, wantMissing) {
 		t.Errorf("Missing = %q, want %q (no sandbox with the process executor)", m.Missing, wantMissing)
+	}
+	burn(50 * time.Millisecond)
+	cpu, err := SampleCPU(l, 1, "process", true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var etcdCPU ProcCPU
+	for _, p := range cpu {
+		if p.Component == "etcd" {
+			etcdCPU = p
+		}
+	}
+	// This process has run for at least the 50 ms it burnt: USER_HZ
+	// ticks are 10 ms.
+	if etcdCPU.Seconds < 0.04 || !slices.Equal(etcdCPU.PIDs, []int{os.Getpid()}) {
+		t.Errorf("etcd CPU = %+v, want this process and ≥ 0.04 s", etcdCPU)
+	}
+}
+
+// burn keeps one core busy for d.
+func burn(d time.Duration) {
+	for end := time.Now().Add(d); time.Now().Before(end); {
+	}
+}
+
+func TestMachineBusySeconds(t *testing.T) {
+	before, err := MachineBusySeconds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	burn(100 * time.Millisecond)
+	after, err := MachineBusySeconds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The machine was busy at least while this test burnt (ticks of 10 ms).
+	if before <= 0 || after-before < 0.08 {
+		t.Errorf("busy %.2f s, then %.2f s after 100 ms of work; want ≥ 0.08 s more", before, after)
 	}
 }

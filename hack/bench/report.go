@@ -136,9 +136,12 @@ type Run struct {
 	Kinds           []KindTiming      `json:"kinds,omitempty"`
 	CriticalPath    *CriticalPath     `json:"critical_path,omitempty"`
 	// Overhead is UpSeconds / CriticalPath.TotalSeconds (0 when unknown).
-	Overhead float64    `json:"overhead"`
-	Memory   *Memory    `json:"memory,omitempty"`
-	Import   *ImportRun `json:"image_import,omitempty"`
+	Overhead float64 `json:"overhead"`
+	Memory   *Memory `json:"memory,omitempty"`
+	// BootCPU is the CPU time up's boot used; nil when up failed or
+	// in reports from before it was measured.
+	BootCPU *BootCPU   `json:"boot_cpu,omitempty"`
+	Import  *ImportRun `json:"image_import,omitempty"`
 	// TimeToK8s is the time-to-k8s flow right after up returned; nil
 	// when the cluster had no CoreDNS or the run failed before.
 	TimeToK8s *TimeToK8s `json:"time_to_k8s,omitempty"`
@@ -221,6 +224,34 @@ type ProcRSS struct {
 	PSSBytes uint64 `json:"pss_bytes"`
 }
 
+// BootCPU is the CPU time spent while `kubernix up` ran, invocation to
+// return (the cluster Ready), in seconds of one core.
+type BootCPU struct {
+	// MachineSeconds is every core's busy time over the whole machine
+	// (MachineBusySeconds after up less before): the cluster's processes,
+	// the ones they ran and exited (nft, runc, …), up's CLI and anything
+	// else that ran meanwhile.
+	MachineSeconds float64 `json:"machine_seconds"`
+	// Busy is MachineSeconds / (cores × UpSeconds): near 1, the boot was
+	// CPU-bound, and no ordering of its work can make it shorter than
+	// its CPU time divided by the cores.
+	Busy float64 `json:"busy"`
+	// Processes is the CPU time of the cluster's processes since they
+	// started (SampleCPU), sampled as up returned; ClusterSeconds is
+	// their sum.
+	Processes      []ProcCPU `json:"processes"`
+	ClusterSeconds float64   `json:"cluster_seconds"`
+}
+
+// ProcCPU is the CPU time of one component's processes (a node's shims,
+// a node's pod processes), children they reaped included, in seconds.
+type ProcCPU struct {
+	Scope     string  `json:"scope"` // "control-plane", "supervisor" or a node name
+	Component string  `json:"component"`
+	PIDs      []int   `json:"pids"`
+	Seconds   float64 `json:"seconds"`
+}
+
 // ImportRun is one timed `kubernix image load`.
 type ImportRun struct {
 	Bytes   int64   `json:"bytes"`
@@ -278,6 +309,13 @@ type Summary struct {
 	AddonsHealthy Stat `json:"addons_healthy_seconds"`
 	RSSTotal      Stat `json:"rss_total_bytes"`
 	PSSTotal      Stat `json:"pss_total_bytes"`
+	// MachineCPU, Busy and ClusterCPU are BootCPU's MachineSeconds, Busy
+	// and ClusterSeconds; CPU is the cluster's per component kind, summed
+	// over the nodes of a run. Empty without BootCPU.
+	MachineCPU Stat        `json:"machine_cpu_seconds"`
+	Busy       Stat        `json:"busy"`
+	ClusterCPU Stat        `json:"cluster_cpu_seconds"`
+	CPU        []NamedStat `json:"cpu_seconds,omitempty"`
 	// RSS is per component kind, summed over the nodes of a run.
 	RSS []NamedStat `json:"rss_bytes"`
 	// PSS is RSS for the proportional set size; empty in reports from
@@ -385,6 +423,9 @@ func summarizeRuns(nodes int, mode string, runs []Run) Summary {
 type runAcc struct {
 	wall, sup, startup, prep, handover, cp, over, down, rss, pss []float64
 	app, dns, addons                                             []float64
+	machineCPU, busy, clusterCPU                                 []float64
+	cpuBy                                                        map[string][]float64 // per component kind
+	cpuOrder                                                     []string
 
 	rssBy    map[string][]float64 // per component kind
 	pssBy    map[string][]float64 // per component kind
@@ -412,6 +453,7 @@ func newRunAcc() *runAcc {
 	return &runAcc{
 		rssBy:    map[string][]float64{},
 		pssBy:    map[string][]float64{},
+		cpuBy:    map[string][]float64{},
 		kinds:    map[string]*kindAcc{},
 		steps:    map[string][]float64{},
 		stepComp: map[string]map[string]int{},
@@ -456,6 +498,28 @@ func (a *runAcc) add(run Run) {
 	}
 	if run.Memory != nil {
 		a.addMemory(run.Memory)
+	}
+	if run.BootCPU != nil {
+		a.addBootCPU(run.BootCPU)
+	}
+}
+
+// addBootCPU records one run's boot CPU, summing the cluster's per
+// component kind.
+func (a *runAcc) addBootCPU(c *BootCPU) {
+	a.machineCPU = append(a.machineCPU, c.MachineSeconds)
+	a.busy = append(a.busy, c.Busy)
+	a.clusterCPU = append(a.clusterCPU, c.ClusterSeconds)
+	by := map[string]float64{}
+	for _, p := range c.Processes {
+		if _, ok := a.cpuBy[p.Component]; !ok {
+			a.cpuOrder = append(a.cpuOrder, p.Component)
+			a.cpuBy[p.Component] = nil
+		}
+		by[p.Component] += p.Seconds
+	}
+	for kind, v := range by {
+		a.cpuBy[kind] = append(a.cpuBy[kind], v)
 	}
 }
 
@@ -530,6 +594,10 @@ func (a *runAcc) summary() Summary {
 	s.CriticalPath, s.Overhead, s.Down, s.RSSTotal = Summarize(a.cp), Summarize(a.over), Summarize(a.down), Summarize(a.rss)
 	s.PSSTotal = Summarize(a.pss)
 	s.AppRunning, s.DNS, s.AddonsHealthy = Summarize(a.app), Summarize(a.dns), Summarize(a.addons)
+	s.MachineCPU, s.Busy, s.ClusterCPU = Summarize(a.machineCPU), Summarize(a.busy), Summarize(a.clusterCPU)
+	for _, name := range a.cpuOrder {
+		s.CPU = append(s.CPU, NamedStat{Name: name, Stat: Summarize(a.cpuBy[name])})
+	}
 	for _, name := range a.rssOrder {
 		s.RSS = append(s.RSS, NamedStat{Name: name, Stat: Summarize(a.rssBy[name])})
 		if v := a.pssBy[name]; len(v) > 0 {
@@ -688,6 +756,7 @@ func (r *Report) Markdown(w io.Writer) error {
 	r.markdownTimeToK8s(p)
 	r.markdownAddonCost(p)
 	r.markdownCriticalPath(p)
+	r.markdownBootCPU(p)
 	r.markdownTimeline(p)
 	r.markdownMemory(p)
 	r.markdownImport(p)
@@ -818,6 +887,44 @@ func (r *Report) markdownTimeline(p func(format string, args ...any)) {
 		p("\n")
 	}
 
+}
+
+// markdownBootCPU writes the CPU time of the boot per size and mode, and
+// the floor it sets on the time to Ready; nothing for reports without it.
+func (r *Report) markdownBootCPU(p func(format string, args ...any)) {
+	comps := memoryColumns(r.Summary, func(s Summary) []NamedStat { return s.CPU })
+	if len(comps) == 0 {
+		return
+	}
+	cores := r.Machine.Cores
+	p("\n## CPU to Ready (CPU-seconds, medians)\n\n")
+	p("While `up` ran (invoked → returned): *machine* is the busy time of all %d cores (/proc/stat), *busy* that\n", cores)
+	p("over cores × wall; *cluster* is what the cluster's processes used since they started (their user and\n")
+	p("system time and their reaped children's, /proc/<pid>/stat), per component kind below. A boot near 100%% busy is\n")
+	p("CPU-bound: its *floor*, cluster CPU / cores, is the shortest wall it can have on this machine, whatever\n")
+	p("the order of its work; only less CPU makes it shorter.\n\n")
+	p("| nodes | mode | wall (s) | machine | busy | cluster | floor (s) |\n|---:|---|---|---|---|---|---|\n")
+	for _, s := range r.Summary {
+		if s.ClusterCPU.N == 0 {
+			continue
+		}
+		floor := "–"
+		if cores > 0 {
+			floor = fmt.Sprintf("%.1f", s.ClusterCPU.Median/float64(cores))
+		}
+		p("| %d | %s | %s | %s | %s | %s | %s |\n", s.Nodes, s.modeLabel(), fmtStat(s.Wall, "%.1f"), fmtStat(s.MachineCPU, "%.1f"),
+			fmtStatFunc(s.Busy, func(v float64) string { return fmt.Sprintf("%.0f%%", 100*v) }), fmtStat(s.ClusterCPU, "%.1f"), floor)
+	}
+	p("\n### CPU per component (CPU-seconds to Ready, medians; summed over the nodes)\n\n")
+	componentHeader(p, comps)
+	p("\n|---:|---|%s\n", strings.Repeat("---:|", len(comps)))
+	for _, s := range r.Summary {
+		if s.ClusterCPU.N == 0 {
+			continue
+		}
+		componentRow(p, s, comps, s.CPU, func(_ string, st Stat) string { return fmt.Sprintf("%.2f", st.Median) })
+		p("\n")
+	}
 }
 
 // markdownMemory writes the RSS table and the marginal RSS per node.

@@ -48,6 +48,26 @@ func fixtureReport(t *testing.T) *Report {
 		}
 		return m
 	}
+	// CPU-seconds to Ready: a control plane of 10, 2 per node, the
+	// machine 1 more, on 2 cores.
+	bootCPU := func(nodes int, up float64) *BootCPU {
+		c := &BootCPU{}
+		cp := func(scope, comp string, sec float64) ProcCPU {
+			return ProcCPU{Scope: scope, Component: comp, PIDs: []int{100}, Seconds: sec}
+		}
+		c.Processes = []ProcCPU{cp("supervisor", "supervisor", 2), cp("control-plane", "etcd", 1.5),
+			cp("control-plane", "kube-apiserver", 5), cp("control-plane", "kube-controller-manager", 1), cp("control-plane", "kube-scheduler", 0.5)}
+		for i := range nodes {
+			nd := Layout{Name: "t"}.NodeName(i)
+			c.Processes = append(c.Processes, cp(nd, "containerd", 0.5), cp(nd, "kubelet", 1), cp(nd, "kube-proxy", 0.5))
+		}
+		for _, p := range c.Processes {
+			c.ClusterSeconds += p.Seconds
+		}
+		c.MachineSeconds = c.ClusterSeconds + 1
+		c.Busy = c.MachineSeconds / (2 * up)
+		return c
+	}
 	mk := func(nodes, index int, mode string, up, down float64, extraMiB uint64) Run {
 		r := Run{Nodes: nodes, Index: index, Mode: mode, PKIReused: mode == ModeWarm, Executor: "container",
 			Started: start, LoadAvg: "0.50 0.40 0.30 1/100 1234", UpSeconds: up, DownSeconds: down,
@@ -59,6 +79,7 @@ func fixtureReport(t *testing.T) *Report {
 		first := tm.Components[0].Started
 		(&bench{}).analyse(&r, tm, first.Add(-2*time.Second), first.Add(12250*time.Millisecond))
 		r.Memory = mem(nodes, extraMiB)
+		r.BootCPU = bootCPU(nodes, up)
 		r.TimeToK8s = &TimeToK8s{AppRunningSeconds: up + 1.5, DNSSeconds: up + 2}
 		return r
 	}
@@ -75,6 +96,7 @@ func fixtureReport(t *testing.T) *Report {
 	runs[4].UpError = "up: exit status 1\nphase NodeAgent: start kubelet@t-node-1: boom"
 	runs[4].Failures = []string{runs[4].UpError}
 	runs[4].Memory, runs[4].Timings, runs[4].CriticalPath, runs[4].Components, runs[4].Kinds = nil, nil, nil, nil, nil
+	runs[4].BootCPU = nil
 	r := &Report{
 		Started:  start,
 		Finished: start.Add(3*time.Minute + 12*time.Second),
@@ -110,6 +132,18 @@ func TestSummarizeReport(t *testing.T) {
 	}
 	if oneWarm.Startup != (Stat{N: 2, Median: 1.5, Min: 1.5, Max: 1.5}) || !near(oneWarm.Handover.Median, 0.25) {
 		t.Errorf("startup %+v (want 2 s less 0.5 s prepare), hand-over %+v", oneWarm.Startup, oneWarm.Handover)
+	}
+	// Boot CPU: 10 CPU-s of control plane and supervisor, 2 per node; per
+	// kind summed over the nodes; the failed run has none.
+	threeCold := r.Summary[2]
+	if threeCold.ClusterCPU != (Stat{N: 1, Median: 16, Min: 16, Max: 16}) || !near(threeCold.MachineCPU.Median, 17) || !near(threeCold.Busy.Median, 17/(2*17.8)) {
+		t.Errorf("3-node cold boot CPU: cluster %+v, machine %+v, busy %+v", threeCold.ClusterCPU, threeCold.MachineCPU, threeCold.Busy)
+	}
+	if i := slices.IndexFunc(threeCold.CPU, func(n NamedStat) bool { return n.Name == "kubelet" }); i < 0 || threeCold.CPU[i].Stat.Median != 3 {
+		t.Errorf("3-node cold CPU per kind = %+v, want kubelet 3 (1 per node)", threeCold.CPU)
+	}
+	if threeWarm.ClusterCPU.N != 0 || len(threeWarm.CPU) != 0 {
+		t.Errorf("3-node warm (up failed) boot CPU = %+v %+v, want none", threeWarm.ClusterCPU, threeWarm.CPU)
 	}
 	if len(r.Failures) != 1 || !strings.HasPrefix(r.Failures[0], "3 node(s) run 2 (warm): up: exit status 1") {
 		t.Errorf("failures = %q", r.Failures)
