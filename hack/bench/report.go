@@ -892,7 +892,7 @@ func (r *Report) markdownTimeline(p func(format string, args ...any)) {
 // markdownBootCPU writes the CPU time of the boot per size and mode, and
 // the floor it sets on the time to Ready; nothing for reports without it.
 func (r *Report) markdownBootCPU(p func(format string, args ...any)) {
-	comps := memoryColumns(r.Summary, func(s Summary) []NamedStat { return s.CPU })
+	comps := componentColumns(r.Summary, func(s Summary) []NamedStat { return s.CPU })
 	if len(comps) == 0 {
 		return
 	}
@@ -1112,23 +1112,24 @@ func summaryKinds(sums []Summary) [][2]string {
 	return out
 }
 
-// rssColumns is the order of the memory table's columns; others follow in
-// the order first seen.
-var rssColumns = []string{"supervisor", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
+// componentOrder is the order of the per-component tables' columns (RSS,
+// PSS, CPU); others follow in the order first seen.
+var componentOrder = []string{"supervisor", "etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler",
 	"sandbox", "containerd", "shims", "kubelet", "kube-proxy", "netpol-agent", "pods"}
 
 func summaryRSSComponents(sums []Summary) []string {
-	return memoryColumns(sums, func(s Summary) []NamedStat { return s.RSS })
+	return componentColumns(sums, func(s Summary) []NamedStat { return s.RSS })
 }
 
 // summaryPSSComponents is summaryRSSComponents for the PSS columns.
 func summaryPSSComponents(sums []Summary) []string {
-	return memoryColumns(sums, func(s Summary) []NamedStat { return s.PSS })
+	return componentColumns(sums, func(s Summary) []NamedStat { return s.PSS })
 }
 
-// memoryColumns orders the component kinds of stats(s) over sums: those
-// of rssColumns in its order, then the others in the order first seen.
-func memoryColumns(sums []Summary, stats func(Summary) []NamedStat) []string {
+// componentColumns orders the component kinds of stats(s) over sums:
+// those of componentOrder in its order, then the others in the order
+// first seen.
+func componentColumns(sums []Summary, stats func(Summary) []NamedStat) []string {
 	seen := map[string]bool{}
 	for _, s := range sums {
 		for _, ns := range stats(s) {
@@ -1136,7 +1137,7 @@ func memoryColumns(sums []Summary, stats func(Summary) []NamedStat) []string {
 		}
 	}
 	var out []string
-	for _, c := range rssColumns {
+	for _, c := range componentOrder {
 		if seen[c] {
 			out = append(out, c)
 			delete(seen, c)
