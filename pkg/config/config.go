@@ -134,11 +134,13 @@ type Config struct {
 	NetworkPolicy bool `toml:"network_policy" flag:"network-policy" usage:"enforce NetworkPolicies on every node (an nftables table per node); false accepts them without enforcing any"`
 	// Ephemeral makes a throw-away cluster, e.g. for a CI job: `down`
 	// deletes it (state dir, kubeconfig context, entry in `kubernix
-	// list`) as `delete` does, and etcd does not fsync (etcd
+	// list`) as `delete` does; etcd does not fsync (etcd
 	// --unsafe-no-fsync: what it wrote is lost if the machine, not the
-	// process, crashes). An existing cluster that is not ephemeral cannot
-	// be made so (its data would go at the next down).
-	Ephemeral bool `toml:"ephemeral" flag:"ephemeral" usage:"a throw-away cluster (e.g. for CI): down deletes it, and etcd does not fsync (--unsafe-no-fsync)"`
+	// process, crashes) and the apiserver keeps no watch cache
+	// (--watch-cache=false: lists and watches are served from etcd).
+	// An existing cluster that is not ephemeral cannot be made so (its
+	// data would go at the next down).
+	Ephemeral bool `toml:"ephemeral" flag:"ephemeral" usage:"a throw-away cluster (e.g. for CI): down deletes it, etcd does not fsync (--unsafe-no-fsync), the apiserver keeps no watch cache (--watch-cache=false)"`
 	// LogLevel of kubernix itself: debug, info, warn or error.
 	LogLevel string `toml:"log_level" flag:"log-level" usage:"log level: debug, info, warn, error"`
 	// LogFormat of kubernix itself: text or json.

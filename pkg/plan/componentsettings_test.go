@@ -118,18 +118,23 @@ func TestComponentSettings(t *testing.T) {
 	}
 }
 
-// TestEphemeralEtcd checks that etcd of an ephemeral cluster, and only
-// of one, runs without fsync (--unsafe-no-fsync).
-func TestEphemeralEtcd(t *testing.T) {
+// TestEphemeralComponents checks that etcd and the apiserver of an
+// ephemeral cluster, and only of one, trade durability and fidelity for
+// speed: etcd without fsync (--unsafe-no-fsync), the apiserver without
+// its watch cache (--watch-cache=false).
+func TestEphemeralComponents(t *testing.T) {
 	for _, ephemeral := range []bool{false, true} {
 		pl := plantest.Plan(t, 1)
 		pl.Cfg.Ephemeral = ephemeral
-		etcd, ok := describeByID(t, pl)["etcd"]
-		if !ok {
-			t.Fatal("no etcd described")
-		}
-		if got := slices.Contains(etcd.Command.Args, "--unsafe-no-fsync"); got != ephemeral {
-			t.Errorf("ephemeral = %v: etcd has --unsafe-no-fsync: %v, want %v: %q", ephemeral, got, ephemeral, etcd.Command.Args)
+		ds := describeByID(t, pl)
+		for id, flag := range map[string]string{"etcd": "--unsafe-no-fsync", "kube-apiserver": "--watch-cache=false"} {
+			d, ok := ds[id]
+			if !ok {
+				t.Fatalf("no %s described", id)
+			}
+			if got := slices.Contains(d.Command.Args, flag); got != ephemeral {
+				t.Errorf("ephemeral = %v: %s has %s: %v, want %v: %q", ephemeral, id, flag, got, ephemeral, d.Command.Args)
+			}
 		}
 	}
 }

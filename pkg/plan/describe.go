@@ -170,6 +170,7 @@ func describeControlPlane(p *Plan) ([]Described, error) {
 		EtcdURL: etcdSpec.ClientURL(), ServiceCIDRs: p.Net.ServiceCIDRs(), ClusterDomain: p.Cfg.ClusterDomain,
 		PKI: b, AuditPolicyFile: p.Paths.AuditPolicy(), AuditLogFile: p.Paths.Log(scope, "audit"),
 		Policy: p.AuditPolicy, FeatureGates: p.Cfg.FeatureGates, RuntimeConfig: p.Cfg.RuntimeConfig,
+		NoWatchCache: p.Cfg.Ephemeral,
 	})
 	if err != nil {
 		return nil, err

@@ -138,8 +138,8 @@ func checkGolden(t *testing.T, dir string, files map[string][]byte, self string)
 
 // TestPlanGolden renders the whole plan `up --dry-run` prints (every
 // component, control plane included, in start order with its command
-// line, environment, probes and files) for a 1-node, a 3-node and a
-// rootless cluster, and a 1-node cluster of each other release kubernix
+// line, environment, probes and files) for a 1-node, a 3-node, a
+// rootless and an ephemeral cluster, and a 1-node cluster of each other release kubernix
 // builds, and compares it with testdata/plan/<name>.txt (-update
 // rewrites them). Machine paths are placeholders.
 func TestPlanGolden(t *testing.T) {
@@ -163,6 +163,11 @@ func TestPlanGolden(t *testing.T) {
 		{"rootless", plantest.Rootless},
 		{"3-node-dual", func(t testing.TB) *plan.Plan { return plantest.Family(t, 3, config.IPFamilyDual) }},
 		{"3-node-ipv6", func(t testing.TB) *plan.Plan { return plantest.Family(t, 3, config.IPFamilyIPv6) }},
+		{"1-node-ephemeral", func(t testing.TB) *plan.Plan {
+			pl := plantest.Plan(t, 1)
+			pl.Cfg.Ephemeral = true
+			return pl
+		}},
 	}
 	// One per other release: where its flags or files differ, it shows.
 	for _, v := range release.Known()[1:] {

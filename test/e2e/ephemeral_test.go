@@ -15,7 +15,8 @@ import (
 )
 
 // TestEphemeral (issue 30): an ephemeral cluster (--ephemeral) runs etcd
-// without fsync, says so in its status, and is deleted when it goes down: its state dir, its
+// without fsync and the apiserver without its watch cache, says so in its
+// status, and is deleted when it goes down: its state dir, its
 // entry in `kubernix list` and its kubeconfig context go, and nothing of
 // it is left on the host. That holds for down, for down after the
 // supervisor was SIGKILLed, and for a foreground up ended with Ctrl-C.
@@ -27,12 +28,14 @@ func TestEphemeral(t *testing.T) {
 	defer cancel()
 	e.downOnCleanup()
 
-	t.Run("down deletes it, etcd without fsync", func(t *testing.T) {
+	t.Run("down deletes it, etcd without fsync, no watch cache", func(t *testing.T) {
 		e.mustKubernix(ctx, "up", "--detach")
-		pid := readPid(t, filepath.Join(e.stateDir, "run", "control-plane", "etcd", "pid"))
-		etcd, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
-		if err != nil || !strings.Contains(string(etcd), "\x00--unsafe-no-fsync") {
-			t.Errorf("etcd of an ephemeral cluster runs without --unsafe-no-fsync (%v): %q", err, etcd)
+		for component, flag := range map[string]string{"etcd": "--unsafe-no-fsync", "kube-apiserver": "--watch-cache=false"} {
+			pid := readPid(t, filepath.Join(e.stateDir, "run", "control-plane", component, "pid"))
+			cmdline, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "cmdline"))
+			if err != nil || !strings.Contains(string(cmdline)+"\x00", "\x00"+flag+"\x00") {
+				t.Errorf("%s of an ephemeral cluster runs without %s (%v): %q", component, flag, err, cmdline)
+			}
 		}
 		if c, ok := e.listed(ctx, t); !ok || c.State != "running" {
 			t.Errorf("kubernix list shows %+v (listed: %v), want it running", c, ok)

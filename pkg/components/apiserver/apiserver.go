@@ -79,6 +79,13 @@ type Spec struct {
 	// RuntimeConfig is --runtime-config: API group/versions (or api/all,
 	// api/beta...) to "true" or "false"; none when empty.
 	RuntimeConfig map[string]string
+	// NoWatchCache runs the apiserver with --watch-cache=false: it keeps
+	// no cache of each resource, so every list and watch is served from
+	// etcd (one etcd watch per client watch; no consistent reads or
+	// streaming lists from a cache). It starts and lists with less CPU
+	// and memory on a small cluster, not as a production apiserver
+	// serves. Only for an ephemeral cluster (config.Config.Ephemeral).
+	NoWatchCache bool
 }
 
 // URL is the apiserver's https endpoint.
@@ -171,6 +178,9 @@ func Command(s Spec) process.Command {
 		"--audit-log-format=json",
 		"--audit-log-maxsize=" + strconv.Itoa(AuditLogMaxSizeMB),
 		"--audit-log-maxbackup=" + strconv.Itoa(AuditLogMaxBackups),
+	}
+	if s.NoWatchCache {
+		args = append(args, "--watch-cache=false")
 	}
 	args = append(args, components.FeatureGatesArgs(s.FeatureGates)...)
 	args = append(args, components.MapArgs("runtime-config", s.RuntimeConfig)...)
