@@ -139,9 +139,9 @@ func checkGolden(t *testing.T, dir string, files map[string][]byte, self string)
 // TestPlanGolden renders the whole plan `up --dry-run` prints (every
 // component, control plane included, in start order with its command
 // line, environment, probes and files) for a 1-node, a 3-node, a
-// rootless and an ephemeral cluster, and a 1-node cluster of each other release kubernix
-// builds, and compares it with testdata/plan/<name>.txt (-update
-// rewrites them). Machine paths are placeholders.
+// rootless and an ephemeral cluster, and a 1-node cluster of each other
+// release kubernix builds, and compares it with testdata/plan/<name>.txt
+// (-update rewrites them). Machine paths are placeholders.
 func TestPlanGolden(t *testing.T) {
 	// The plan shows each process's whole environment: the test's own
 	// would make it machine-specific. ETCD_NAME must not show.
