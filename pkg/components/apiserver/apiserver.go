@@ -81,10 +81,11 @@ type Spec struct {
 	RuntimeConfig map[string]string
 	// NoWatchCache runs the apiserver with --watch-cache=false: it keeps
 	// no cache of each resource, so every list and watch is served from
-	// etcd (one etcd watch per client watch; no consistent reads or
-	// streaming lists from a cache). It starts and lists with less CPU
-	// and memory on a small cluster, not as a production apiserver
-	// serves. Only for an ephemeral cluster (config.Config.Ephemeral).
+	// etcd (one etcd watch per client watch; a streaming list, watch with
+	// sendInitialEvents, is a consistent list from etcd followed by its
+	// watch: k8s.io/apiserver pkg/storage/etcd3/watcher.go). It starts
+	// with less CPU and memory than an apiserver that fills a cache per
+	// resource. Only for an ephemeral cluster (config.Config.Ephemeral).
 	NoWatchCache bool
 }
 
